@@ -1,0 +1,16 @@
+// Package engine executes a frozen plan: it schedules step instances in a stable
+// topological order, hashes every step's inputs before it runs, writes an
+// append-only, fsynced, hash-chained journal, applies failure-class policy, keeps
+// the outage clock, and always runs the always-steps (restore) last.
+//
+// Invariants:
+//   - Nothing in the state directory is rewritten except manifest.json, which is an
+//     index rebuilt from the journal; evidence is only ever added.
+//   - A failed attempt is never re-run; after a stop-class failure, a deferral or an
+//     interrupt only always-steps start, and every other step is recorded blocked
+//     or deferred with the reason.
+//   - One apply per state directory at a time (flock).
+//
+// The engine knows steps only through the Step interface; it never imports a
+// concrete step package.
+package engine

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Record kinds of the journal.
+const (
+	KindPlanFrozen  = "plan_frozen"
+	KindAmendment   = "amendment"
+	KindStepStart   = "step_start"
+	KindStepEnd     = "step_end"
+	KindOutageBegin = "outage_begin"
+	KindOutageEnd   = "outage_end"
+	KindInterrupt   = "interrupt"
+	KindRecovery    = "recovery"
+	KindCampaignEnd = "campaign_end"
+)
+
+// GenesisHash is the "previous hash" of the first record.
+const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// Artefact is one file of evidence with its size and hash.
+type Artefact struct {
+	Path   string `json:"path"` // relative to the state directory
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// InputParts are the components of an input hash, kept so a refusal can say which
+// input changed.
+type InputParts struct {
+	ConfigSHA256 string            `json:"config_sha256"`
+	Files        map[string]string `json:"files,omitempty"`
+	Deps         map[string]string `json:"deps,omitempty"`
+}
+
+// Record is one journal line. Fields beyond the envelope are set per kind.
+type Record struct {
+	Seq  int       `json:"seq"`
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	Prev string    `json:"prev"`
+
+	PlanSHA256   string            `json:"plan_sha256,omitempty"`
+	Frozen       map[string]string `json:"frozen,omitempty"`
+	Step         string            `json:"step,omitempty"`
+	Attempt      int               `json:"attempt,omitempty"`
+	Dir          string            `json:"dir,omitempty"`
+	InputsSHA256 string            `json:"inputs_sha256,omitempty"`
+	Inputs       *InputParts       `json:"inputs,omitempty"`
+	Status       Status            `json:"status,omitempty"`
+	Class        FailureClass      `json:"class,omitempty"`
+	Policy       Policy            `json:"policy,omitempty"`
+	Message      string            `json:"message,omitempty"`
+	BlockedBy    string            `json:"blocked_by,omitempty"`
+	Outputs      json.RawMessage   `json:"outputs,omitempty"`
+	OutputsType  json.RawMessage   `json:"outputs_type,omitempty"`
+	Artefacts    []Artefact        `json:"artefacts,omitempty"`
+	DurationS    float64           `json:"duration_s,omitempty"`
+	Reason       string            `json:"reason,omitempty"`
+	Amendment    int               `json:"amendment,omitempty"`
+	Touched      []string          `json:"touched,omitempty"`
+	Summary      string            `json:"summary,omitempty"`
+	Counts       map[string]int    `json:"counts,omitempty"`
+	Pid          int               `json:"pid,omitempty"`
+	Signal       string            `json:"signal,omitempty"`
+	ElapsedS     float64           `json:"elapsed_s,omitempty"`
+	BudgetS      float64           `json:"budget_s,omitempty"`
+	ReserveS     float64           `json:"reserve_s,omitempty"`
+}
+
+// Journal is an append-only, fsynced, hash-chained JSON-lines file.
+type Journal struct {
+	mu      sync.Mutex
+	f       *os.File
+	clock   Clock
+	records []Record
+	last    string
+}
+
+// ErrChainBroken is returned when the journal's hash chain does not verify.
+var ErrChainBroken = errors.New("journal hash chain broken")
+
+// OpenJournal opens (creating if needed) a journal and verifies its chain.
+func OpenJournal(path string, clock Clock) (*Journal, error) {
+	recs, last, err := ReadJournal(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	return &Journal{f: f, clock: clock, records: recs, last: last}, nil
+}
+
+// ReadJournal reads and verifies a journal, returning its records and the hash of
+// the last one. Every discrepancy is an ErrChainBroken naming the line.
+func ReadJournal(path string) ([]Record, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, GenesisHash, err
+	}
+	recs, last, problems := verifyChain(data)
+	if len(problems) > 0 {
+		return recs, last, fmt.Errorf("%w: %s: %s", ErrChainBroken, path, strings.Join(problems, "; "))
+	}
+	return recs, last, nil
+}
+
+// verifyChain checks every line: it parses, its seq follows, its prev is the hash
+// of the line before, and the file ends with a newline (a torn last record shows).
+func verifyChain(data []byte) ([]Record, string, []string) {
+	var recs []Record
+	var problems []string
+	prev := GenesisHash
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		problems = append(problems, "the last record is not terminated (truncated journal)")
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	line := 0
+	for sc.Scan() {
+		line++
+		raw := sc.Bytes()
+		var r Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			problems = append(problems, fmt.Sprintf("line %d does not parse: %v", line, err))
+			prev = hashLine(raw)
+			continue
+		}
+		if r.Seq != line {
+			problems = append(problems, fmt.Sprintf("line %d has seq %d", line, r.Seq))
+		}
+		if r.Prev != prev {
+			problems = append(problems, fmt.Sprintf("line %d: prev %.12s… does not match the hash of line %d (%.12s…)", line, r.Prev, line-1, prev))
+		}
+		recs = append(recs, r)
+		prev = hashLine(raw)
+	}
+	return recs, prev, problems
+}
+
+func hashLine(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Records returns a copy of the records read or written so far.
+func (j *Journal) Records() []Record {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]Record(nil), j.records...)
+}
+
+// Append writes one record in a single write and fsyncs it before returning: the
+// record is on disk before the side effect it announces happens.
+func (j *Journal) Append(r Record) (Record, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r.Seq = len(j.records) + 1
+	r.Prev = j.last
+	if r.Time.IsZero() {
+		r.Time = j.clock.Now().UTC()
+	}
+	line, err := json.Marshal(r)
+	if err != nil {
+		return r, fmt.Errorf("encode journal record: %w", err)
+	}
+	buf := append(line, '\n')
+	if _, err := j.f.Write(buf); err != nil {
+		return r, fmt.Errorf("append journal record: %w", err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return r, fmt.Errorf("fsync journal: %w", err)
+	}
+	j.records = append(j.records, r)
+	j.last = hashLine(line)
+	return r, nil
+}
+
+// Close closes the journal file.
+func (j *Journal) Close() error { return j.f.Close() }
+
+// copyFile copies src to dst, refusing to overwrite.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

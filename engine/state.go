@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Layout of a state directory.
+const (
+	JournalFile   = "journal.jsonl"
+	ManifestFile  = "manifest.json"
+	PlanDir       = "plan"
+	AmendmentsDir = "amendments"
+	AttemptsDir   = "attempts"
+	lockFile      = "lock"
+)
+
+// attemptRecord is what the journal says about one attempt of a step.
+type attemptRecord struct {
+	n       int
+	start   *Record
+	end     *Record
+	outputs cty.Value
+}
+
+// stepHistory is everything the journal says about one step.
+type stepHistory struct {
+	attempts []*attemptRecord
+	final    *Record // the step_end that settled it: succeeded, failed, blocked, deferred
+}
+
+// replayed is the state reconstructed from the journal.
+type replayed struct {
+	planSHA256  string
+	frozen      map[string]string
+	amendments  int
+	steps       map[string]*stepHistory
+	outageOpen  bool
+	outageBegin time.Time
+	ended       *Record
+	openRuns    []*attemptRecord // started, never ended: the previous apply died
+}
+
+func replay(recs []Record) (*replayed, error) {
+	st := &replayed{steps: map[string]*stepHistory{}}
+	hist := func(addr string) *stepHistory {
+		h := st.steps[addr]
+		if h == nil {
+			h = &stepHistory{}
+			st.steps[addr] = h
+		}
+		return h
+	}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Kind {
+		case KindPlanFrozen:
+			st.planSHA256, st.frozen = r.PlanSHA256, r.Frozen
+		case KindAmendment:
+			st.planSHA256 = r.PlanSHA256
+			st.amendments = r.Amendment
+		case KindStepStart:
+			h := hist(r.Step)
+			h.attempts = append(h.attempts, &attemptRecord{n: r.Attempt, start: r})
+		case KindStepEnd:
+			h := hist(r.Step)
+			if r.Attempt > 0 {
+				var a *attemptRecord
+				for _, x := range h.attempts {
+					if x.n == r.Attempt {
+						a = x
+					}
+				}
+				if a == nil {
+					return nil, fmt.Errorf("journal record %d ends attempt %d of %s, which never started", r.Seq, r.Attempt, r.Step)
+				}
+				a.end = r
+				out, err := decodeOutputs(r.Outputs, r.OutputsType)
+				if err != nil {
+					return nil, fmt.Errorf("journal record %d: outputs of %s: %w", r.Seq, r.Step, err)
+				}
+				a.outputs = out
+			}
+			if r.Status != StatusInterrupted {
+				h.final = r
+			}
+		case KindOutageBegin:
+			st.outageOpen, st.outageBegin = true, r.Time
+		case KindOutageEnd:
+			st.outageOpen = false
+		case KindCampaignEnd:
+			st.ended = r
+		}
+	}
+	for _, h := range st.steps {
+		for _, a := range h.attempts {
+			if a.end == nil {
+				st.openRuns = append(st.openRuns, a)
+			}
+		}
+	}
+	return st, nil
+}
+
+var unsafeSegment = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// attemptDir maps a step address to a directory: block.primary["arm/c4/r2"] becomes
+// attempts/block.primary/arm/c4/r2/<n>, each segment reduced to safe characters.
+func attemptDir(addr string, n int) string {
+	base, key, keyed := strings.Cut(addr, "[")
+	parts := []string{AttemptsDir, safeSegment(base)}
+	if keyed {
+		key = strings.TrimSuffix(key, "]")
+		key = strings.Trim(key, `"`)
+		for _, seg := range strings.Split(key, "/") {
+			parts = append(parts, safeSegment(seg))
+		}
+	}
+	parts = append(parts, fmt.Sprint(n))
+	return filepath.Join(parts...)
+}
+
+func safeSegment(s string) string {
+	s = unsafeSegment.ReplaceAllString(s, "_")
+	if s == "" || s == "." || s == ".." {
+		return "_" + s
+	}
+	return s
+}
+
+// writeFileOnce writes a file that must not exist yet, and fsyncs it.
+func writeFileOnce(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// writeFileAtomic replaces a derived index file (manifest.json) atomically.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		_ = f.Sync()
+		f.Close()
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// StepStatus is the latest word on one step.
+type StepStatus struct {
+	Addr     string       `json:"addr"`
+	Status   Status       `json:"status"`
+	Class    FailureClass `json:"class,omitempty"`
+	Attempts int          `json:"attempts"`
+	Message  string       `json:"message,omitempty"`
+	seq      int
+}
+
+// StateStatus summarises a state directory from its journal.
+type StateStatus struct {
+	PlanSHA256  string       `json:"plan_sha256"`
+	Amendments  int          `json:"amendments"`
+	Records     int          `json:"records"`
+	OutageOpen  bool         `json:"outage_open"`
+	OutageSince *time.Time   `json:"outage_since,omitempty"`
+	Ended       string       `json:"ended,omitempty"`
+	EndReason   string       `json:"end_reason,omitempty"`
+	Running     []string     `json:"running_or_crashed,omitempty"`
+	Steps       []StepStatus `json:"steps"`
+}
+
+// ReadStatus reads a state directory's journal into a status summary.
+func ReadStatus(stateDir string) (*StateStatus, error) {
+	recs, _, err := ReadJournal(filepath.Join(stateDir, JournalFile))
+	if err != nil {
+		return nil, err
+	}
+	st, err := replay(recs)
+	if err != nil {
+		return nil, err
+	}
+	out := &StateStatus{PlanSHA256: st.planSHA256, Amendments: st.amendments, Records: len(recs), OutageOpen: st.outageOpen}
+	if st.outageOpen {
+		t := st.outageBegin
+		out.OutageSince = &t
+	}
+	if st.ended != nil {
+		out.Ended, out.EndReason = string(st.ended.Status), st.ended.Message
+	}
+	for _, a := range st.openRuns {
+		out.Running = append(out.Running, a.start.Step)
+	}
+	for addr, h := range st.steps {
+		s := StepStatus{Addr: addr, Attempts: len(h.attempts)}
+		last := h.final
+		for _, a := range h.attempts {
+			if a.end != nil && (last == nil || a.end.Seq > last.Seq) {
+				last = a.end
+			}
+			if a.end == nil {
+				s.Status = "running"
+				s.seq = a.start.Seq
+			}
+		}
+		if last != nil && s.Status == "" {
+			s.Status, s.Class, s.Message, s.seq = last.Status, last.Class, last.Message, last.Seq
+		}
+		out.Steps = append(out.Steps, s)
+	}
+	sort.Slice(out.Steps, func(i, j int) bool { return out.Steps[i].seq < out.Steps[j].seq })
+	return out, nil
+}

@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/rs/zerolog"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Step is a step type: its schema and output type (plans.StepType) and how to run
+// one instance.
+type Step interface {
+	plans.StepType
+	Run(ctx context.Context, sc *StepContext) Result
+}
+
+// FileInputs is implemented by step types whose configuration names files: their
+// content goes into the input hash, and frozen ones are re-checked before the run.
+type FileInputs interface {
+	Files(config cty.Value) []string
+}
+
+// DefaultTimeout is implemented by step types that have a natural hard bound when the
+// plan sets none.
+type DefaultTimeout interface {
+	DefaultTimeout() time.Duration
+}
+
+// Registry maps step type names to implementations; cmd wires it up.
+type Registry map[string]Step
+
+// Types returns the registry as the language sees it.
+func (r Registry) Types() plans.StepTypes {
+	out := plans.StepTypes{}
+	for k, v := range r {
+		out[k] = v
+	}
+	return out
+}
+
+// StepContext is what a running step may use.
+type StepContext struct {
+	Addr     string
+	Instance *plans.Instance
+	// Config is the evaluated configuration with sensitive values unmarked: steps
+	// see real values, evidence never does.
+	Config       cty.Value
+	Campaign     string
+	Attempt      int
+	Dir          string // the attempt directory; everything written here is evidence
+	BaseDir      string // the campaign directory, for relative paths in the config
+	StateDir     string
+	InputsSHA256 string
+	Clock        Clock
+	Log          zerolog.Logger
+	// Progress reports live progress of a long step (a block's requests, say).
+	Progress func(Progress)
+	// Outage reports the outage clock at the moment of the call.
+	Outage func() OutageView
+}
+
+// Path returns the path of an artefact in the attempt directory.
+func (sc *StepContext) Path(name string) string { return filepath.Join(sc.Dir, name) }
+
+// Progress is a step's live progress.
+type Progress struct {
+	Done, Failed, Total int
+	Rate                string // free text such as "412 tok/s"
+}
+
+// Status is the outcome of an attempt, or why a step never ran.
+type Status string
+
+// Statuses recorded in step_end records.
+const (
+	StatusSucceeded   Status = "succeeded"
+	StatusFailed      Status = "failed"
+	StatusInterrupted Status = "interrupted"
+	StatusBlocked     Status = "blocked"
+	StatusDeferred    Status = "deferred"
+)
+
+// Result is what a step returns.
+type Result struct {
+	Status  Status
+	Class   FailureClass
+	Message string
+	Outputs cty.Value
+}
+
+// Succeeded is a successful result with outputs.
+func Succeeded(outputs cty.Value) Result { return Result{Status: StatusSucceeded, Outputs: outputs} }
+
+// Failed is a failed result of the given class.
+func Failed(class FailureClass, format string, args ...any) Result {
+	return Result{Status: StatusFailed, Class: class, Message: fmt.Sprintf(format, args...)}
+}
+
+// FailedWith is a failed result that still carries outputs, as a block with
+// request-level failures does.
+func FailedWith(class FailureClass, outputs cty.Value, format string, args ...any) Result {
+	r := Failed(class, format, args...)
+	r.Outputs = outputs
+	return r
+}

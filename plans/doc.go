@@ -1,0 +1,16 @@
+// Package plans is rigor's campaign language: it parses HCL campaign files, decodes
+// every block type, evaluates expressions with go-cty, expands for_each and matrix
+// blocks into step instances, turns references into dependencies, and produces the
+// canonical plan JSON whose sha256 freezes a campaign.
+//
+// Invariants:
+//   - Every problem is an hcl.Diagnostic with a Subject range; loading reports all of
+//     them at once rather than stopping at the first.
+//   - A value a step produces is a cty unknown, marked with the address of the step
+//     that will produce it, until that step has run. Nothing unknown is ever hashed.
+//   - Sensitive values are marked and never appear in canonical JSON or hashes.
+//   - Output is deterministic: instances keep declaration order, maps are sorted.
+//
+// Out of scope: running anything. The engine executes instances; step types supply
+// their own configuration schemas through the StepType interface.
+package plans

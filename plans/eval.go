@@ -1,0 +1,233 @@
+package plans
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dominikbraun/graph"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+// evaluator holds what evaluation needs: the declared objects by reference name,
+// their references, an evaluation order for data blocks, and the function table.
+type evaluator struct {
+	plan      *Plan
+	funcs     map[string]function.Function
+	entities  map[string]any // var.x -> *Variable, target.x -> *DataBlock, step.t.n -> *StepBlock | *Matrix
+	refs      map[string][]ref
+	dataOrder []*DataBlock // topological: a target comes after the host it names
+	vars      cty.Value
+	// stepDeps lists, per data block, the step entities it depends on transitively,
+	// so a step that names a target waits for the build the target's image comes from.
+	stepDeps map[string][]ref
+}
+
+func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
+	e := &evaluator{
+		plan:     p,
+		funcs:    functions(p.BaseDir),
+		entities: map[string]any{},
+		refs:     map[string][]ref{},
+		stepDeps: map[string][]ref{},
+	}
+	var diags hcl.Diagnostics
+	varVals := map[string]cty.Value{}
+	for _, v := range p.Variables {
+		e.entities["var."+v.Name] = v
+		varVals[v.Name] = v.Value
+	}
+	e.vars = cty.ObjectVal(varVals)
+	for _, d := range p.Data {
+		e.entities[d.ID()] = d
+	}
+	for _, s := range p.Steps {
+		e.entities[s.ID()] = s
+	}
+	for _, m := range p.Matrices {
+		e.entities[m.ID()] = m
+	}
+	ids := make([]string, 0, len(e.entities))
+	for id := range e.entities {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r, d := e.entityRefs(id)
+		diags = append(diags, d...)
+		e.refs[id] = r
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	diags = append(diags, e.checkCycles(ids)...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	e.orderData()
+	return e, diags
+}
+
+// checkCycles adds every reference as an edge to a graph that refuses cycles, and
+// turns a refused edge into a diagnostic that shows each reference of the cycle.
+func (e *evaluator) checkCycles(ids []string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	g := graph.New(graph.StringHash, graph.Directed(), graph.PreventCycles())
+	for _, id := range ids {
+		_ = g.AddVertex(id)
+	}
+	edgeRange := map[[2]string]hcl.Range{}
+	for _, id := range ids {
+		for _, r := range e.refs[id] {
+			if r.Entity == "each" || strings.HasPrefix(r.Entity, "var.") {
+				continue
+			}
+			key := [2]string{id, r.Entity}
+			if _, dup := edgeRange[key]; dup {
+				continue
+			}
+			edgeRange[key] = r.Range
+			err := g.AddEdge(id, r.Entity)
+			if err == nil || errors.Is(err, graph.ErrEdgeAlreadyExists) {
+				continue
+			}
+			if !errors.Is(err, graph.ErrEdgeCreatesCycle) {
+				diags = append(diags, errorAt(r.Range, "Cannot add dependency", "%s", err))
+				continue
+			}
+			var chain []string
+			chain = append(chain, fmt.Sprintf("%s refers to %s at %s", id, r.Entity, r.Range))
+			if r.Entity != id {
+				path, perr := graph.ShortestPath(g, r.Entity, id)
+				if perr == nil {
+					for i := 0; i+1 < len(path); i++ {
+						chain = append(chain, fmt.Sprintf("%s refers to %s at %s", path[i], path[i+1], edgeRange[[2]string{path[i], path[i+1]}]))
+					}
+				}
+			}
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Dependency cycle",
+				Detail:   "These references form a cycle, so no order can satisfy them:\n  " + strings.Join(chain, "\n  "),
+				Subject:  r.Range.Ptr(),
+			})
+		}
+	}
+	return diags
+}
+
+// orderData orders data blocks so each comes after the data blocks it names, keeping
+// declaration order otherwise, and records each one's transitive step dependencies.
+func (e *evaluator) orderData() {
+	done := map[string]bool{}
+	var visit func(d *DataBlock)
+	visit = func(d *DataBlock) {
+		if done[d.ID()] {
+			return
+		}
+		done[d.ID()] = true
+		var steps []ref
+		for _, r := range e.refs[d.ID()] {
+			switch x := e.entities[r.Entity].(type) {
+			case *DataBlock:
+				visit(x)
+				steps = append(steps, e.stepDeps[x.ID()]...)
+			case *StepBlock, *Matrix:
+				steps = append(steps, r)
+			}
+		}
+		e.stepDeps[d.ID()] = steps
+		e.dataOrder = append(e.dataOrder, d)
+	}
+	for _, d := range e.plan.Data {
+		visit(d)
+	}
+}
+
+// Outputs maps instance addresses to the outputs of steps that have run.
+type Outputs map[string]cty.Value
+
+// Context builds the evaluation context for the given step outputs. A step that has
+// not produced outputs yet appears as an unknown marked with its address.
+func (p *Plan) Context(outputs Outputs) (*hcl.EvalContext, hcl.Diagnostics) {
+	return p.ev.context(outputs, true)
+}
+
+func (e *evaluator) context(outputs Outputs, withSteps bool) (*hcl.EvalContext, hcl.Diagnostics) {
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": e.vars}, Functions: e.funcs}
+	if withSteps {
+		ctx.Variables["step"] = e.stepObject(outputs)
+	} else {
+		ctx.Variables["step"] = cty.DynamicVal
+	}
+	var diags hcl.Diagnostics
+	ns := map[string]map[string]cty.Value{blockHost: {}, blockTarget: {}, blockWorkload: {}, blockGate: {}}
+	publish := func() {
+		for kind, m := range ns {
+			ctx.Variables[kind] = cty.ObjectVal(m)
+		}
+	}
+	publish()
+	for _, d := range e.dataOrder {
+		attrs := map[string]cty.Value{"name": cty.StringVal(d.Name)}
+		for _, name := range sortedAttrNames(d.Attrs) {
+			v, vd := d.Attrs[name].Expr.Value(ctx)
+			diags = append(diags, vd...)
+			if vd.HasErrors() {
+				v = cty.DynamicVal
+			}
+			attrs[name] = v
+		}
+		ns[d.Kind][d.Name] = cty.ObjectVal(attrs)
+		ctx.Variables[d.Kind] = cty.ObjectVal(ns[d.Kind])
+	}
+	return ctx, diags
+}
+
+// stepObject is the value of the "step" namespace: step.TYPE.NAME is the outputs of
+// a single instance, or an object of instance key to outputs for expanded steps.
+func (e *evaluator) stepObject(outputs Outputs) cty.Value {
+	byType := map[string]map[string]cty.Value{}
+	add := func(typ, name string, v cty.Value) {
+		if byType[typ] == nil {
+			byType[typ] = map[string]cty.Value{}
+		}
+		byType[typ][name] = v
+	}
+	keyed := map[string]map[string]cty.Value{}
+	for _, inst := range e.plan.Instances {
+		v, ok := outputs[inst.Addr]
+		if !ok {
+			v = cty.UnknownVal(inst.outputType).Mark(KnownAfter(RefAddr(inst.Addr)))
+		}
+		if !inst.Keyed {
+			add(inst.Type, inst.Name, v)
+			continue
+		}
+		id := inst.Type + "." + inst.Name
+		if keyed[id] == nil {
+			keyed[id] = map[string]cty.Value{}
+		}
+		keyed[id][inst.Key] = v
+	}
+	for id, m := range keyed {
+		typ, name, _ := strings.Cut(id, ".")
+		add(typ, name, cty.ObjectVal(m))
+	}
+	// Keyed steps with no instances (an empty for_each) are still valid references.
+	for _, s := range e.plan.Steps {
+		if s.ForEach != nil {
+			if _, ok := byType[s.Type][s.Name]; !ok {
+				add(s.Type, s.Name, cty.EmptyObjectVal)
+			}
+		}
+	}
+	out := map[string]cty.Value{}
+	for typ, m := range byType {
+		out[typ] = cty.ObjectVal(m)
+	}
+	return cty.ObjectVal(out)
+}

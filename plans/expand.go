@@ -1,0 +1,634 @@
+package plans
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/dominikbraun/graph"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// Instance is one expanded step: what the engine schedules and runs.
+type Instance struct {
+	Addr      string // block.pilot["c1"]
+	Type      string
+	Name      string
+	Key       string
+	Keyed     bool
+	Index     int      // declaration order; the tie-break of the run order
+	DependsOn []string // addresses of the instances this one waits for, sorted
+	Meta      Meta
+	// Config is the configuration evaluated at plan time; values produced by other
+	// steps are unknown here. The engine re-evaluates with real outputs before a run.
+	Config    cty.Value
+	DeclRange hcl.Range
+
+	// Matrix instances carry their cell: arm, concurrency and repetition.
+	Arm  string
+	Cell string
+
+	outputType cty.Type
+	entity     string
+	evalConfig func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
+}
+
+// Evaluate computes the instance's configuration in ctx (see Plan.Context).
+func (i *Instance) Evaluate(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	return i.evalConfig(ctx)
+}
+
+// OutputType is the object type of the instance's outputs.
+func (i *Instance) OutputType() cty.Type { return i.outputType }
+
+// expand turns step and matrix blocks into instances, wires their dependencies and
+// orders them.
+func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
+	e := p.ev
+	var diags hcl.Diagnostics
+	// for_each may name variables and data blocks, never step outputs, so a context
+	// without steps suffices to expand.
+	ctx0, d := e.context(nil, false)
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return diags
+	}
+	type decl struct {
+		order int
+		step  *StepBlock
+		mat   *Matrix
+	}
+	var decls []decl
+	for _, s := range p.Steps {
+		decls = append(decls, decl{order: s.Order, step: s})
+	}
+	for _, m := range p.Matrices {
+		decls = append(decls, decl{order: m.Order, mat: m})
+	}
+	sort.Slice(decls, func(a, b int) bool { return decls[a].order < decls[b].order })
+
+	byEntity := map[string][]*Instance{}
+	var all []*Instance
+	var armSetups []armSetup
+	for _, dcl := range decls {
+		var insts []*Instance
+		if dcl.step != nil {
+			insts, d = p.expandStep(dcl.step, ctx0)
+		} else {
+			var sets []armSetup
+			insts, sets, d = p.expandMatrix(dcl.mat, ctx0, types)
+			armSetups = append(armSetups, sets...)
+		}
+		diags = append(diags, d...)
+		for _, inst := range insts {
+			inst.Index = len(all)
+			all = append(all, inst)
+			p.byAddr[inst.Addr] = inst
+			byEntity[inst.entity] = append(byEntity[inst.entity], inst)
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	p.Instances = all
+	diags = append(diags, p.wireDependencies(byEntity, armSetups)...)
+	if diags.HasErrors() {
+		return diags
+	}
+	ordered, d := p.runOrder()
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return diags
+	}
+	p.Instances = ordered
+	// Evaluate every configuration once at plan time: type errors surface now, and
+	// the canonical plan shows what is known and what waits for which step.
+	ctx, d := p.Context(nil)
+	diags = append(diags, d...)
+	for _, inst := range p.Instances {
+		v, d := inst.evalConfig(ctx)
+		diags = append(diags, d...)
+		inst.Config = v
+	}
+	return diags
+}
+
+type armSetup struct {
+	matrix   string
+	arm      *Arm
+	prevArm  string
+	armIndex int
+}
+
+func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	mk := func(key string, keyed bool, each cty.Value) *Instance {
+		inst := &Instance{
+			Addr: InstanceAddr(s.Type, s.Name, key, keyed), Type: s.Type, Name: s.Name, Key: key, Keyed: keyed,
+			DeclRange: s.DeclRange, outputType: s.StepType.OutputType(), entity: s.ID(),
+		}
+		ictx := ctx0
+		if keyed {
+			ictx = withEach(ctx0, key, each)
+		}
+		meta, md := decodeMeta(s.MetaAttrs, ictx)
+		diags = append(diags, md...)
+		inst.Meta = meta
+		spec := s.StepType.Spec()
+		body := s.Body
+		inst.evalConfig = func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+			if keyed {
+				ctx = withEach(ctx, key, each)
+			}
+			v, d := hcldec.Decode(body, spec, ctx)
+			return v, listValid(d, fmt.Sprintf("step type %q", s.Type), specNames(spec))
+		}
+		return inst
+	}
+	if s.ForEach == nil {
+		return []*Instance{mk("", false, cty.NilVal)}, diags
+	}
+	fe, d := s.ForEach.Value(ctx0)
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	fe, _ = fe.UnmarkDeep()
+	if !fe.IsWhollyKnown() {
+		return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument",
+			"for_each must be known at plan time; it cannot depend on a step's outputs."))
+	}
+	if fe.IsNull() {
+		return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument", "for_each must not be null."))
+	}
+	var insts []*Instance
+	switch {
+	case fe.Type().IsMapType() || fe.Type().IsObjectType():
+		keys := make([]string, 0, fe.LengthInt())
+		vals := map[string]cty.Value{}
+		for it := fe.ElementIterator(); it.Next(); {
+			k, v := it.Element()
+			keys = append(keys, k.AsString())
+			vals[k.AsString()] = v
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			insts = append(insts, mk(k, true, vals[k]))
+		}
+	case fe.Type().IsSetType() || fe.Type().IsListType() || fe.Type().IsTupleType():
+		var keys []string
+		for _, v := range fe.AsValueSlice() {
+			sv, err := convert.Convert(v, cty.String)
+			if err != nil || sv.IsNull() {
+				return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument", "for_each over a list or set needs strings, one per instance."))
+			}
+			keys = append(keys, sv.AsString())
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			if i > 0 && keys[i-1] == k {
+				return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument", "for_each has the key %q twice; keys name instances and must be unique.", k))
+			}
+			insts = append(insts, mk(k, true, cty.StringVal(k)))
+		}
+	default:
+		return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument",
+			"for_each must be a map, an object, or a set of strings; got %s.", fe.Type().FriendlyName()))
+	}
+	return insts, diags
+}
+
+func withEach(ctx *hcl.EvalContext, key string, value cty.Value) *hcl.EvalContext {
+	child := ctx.NewChild()
+	child.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{
+		"key": cty.StringVal(key), "value": value,
+	})}
+	return child
+}
+
+// expandMatrix builds the block instances of a matrix: arms, then concurrencies,
+// then an optional priming block and the repetitions.
+func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) ([]*Instance, []armSetup, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	blockType, ok := types["block"]
+	if !ok {
+		return nil, nil, hcl.Diagnostics{errorAt(m.DeclRange, "Matrix needs the block step type", "No step type \"block\" is registered.")}
+	}
+	spec := blockType.Spec()
+	concs, d := knownInts(m.Attrs["concurrency"], ctx0, 1)
+	diags = append(diags, d...)
+	reps := []int{1}
+	if a, ok := m.Attrs["repetitions"]; ok {
+		r, d := knownInts(a, ctx0, 1)
+		diags = append(diags, d...)
+		if len(r) == 1 {
+			reps = []int{r[0]}
+		} else if !d.HasErrors() {
+			diags = append(diags, errorAt(a.Expr.Range(), "Invalid repetitions", "repetitions must be one whole number."))
+		}
+	}
+	priming := false
+	if a, ok := m.Attrs["priming"]; ok {
+		v, d := a.Expr.Value(ctx0)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			if v.Type() != cty.Bool || v.IsNull() || !v.IsKnown() {
+				diags = append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "priming must be true or false."))
+			} else {
+				priming = v.True()
+			}
+		}
+	}
+	metaAttrs := hcl.Attributes{}
+	for _, n := range []string{"timeout", "uses", "on_failure"} {
+		if a, ok := m.Attrs[n]; ok {
+			metaAttrs[n] = a
+		}
+	}
+	meta, md := decodeMeta(metaAttrs, ctx0)
+	diags = append(diags, md...)
+	if diags.HasErrors() {
+		return nil, nil, diags
+	}
+	for _, name := range []string{"target", "workload", "concurrency", "requests", "repetition", "arm", "cell", "gates"} {
+		if _, ok := spec[name]; !ok {
+			return nil, nil, hcl.Diagnostics{errorAt(m.DeclRange, "Matrix cannot expand block", "The block step type has no %q argument.", name)}
+		}
+	}
+	implied := hcldec.ImpliedType(spec)
+	var insts []*Instance
+	var setups []armSetup
+	for ai, arm := range m.Arms {
+		prev := ""
+		if ai > 0 {
+			prev = m.Arms[ai-1].Name
+		}
+		setups = append(setups, armSetup{matrix: m.ID(), arm: arm, prevArm: prev, armIndex: ai})
+		for _, c := range concs {
+			var keys []struct {
+				key   string
+				rep   int
+				phase string
+			}
+			if priming {
+				keys = append(keys, struct {
+					key   string
+					rep   int
+					phase string
+				}{fmt.Sprintf("%s/c%d/prime", arm.Name, c), 0, "priming"})
+			}
+			for r := 1; r <= reps[0]; r++ {
+				keys = append(keys, struct {
+					key   string
+					rep   int
+					phase string
+				}{fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, "measured"})
+			}
+			for _, k := range keys {
+				im := meta
+				im.Phase = k.phase
+				inst := &Instance{
+					Addr: InstanceAddr("block", m.Name, k.key, true), Type: "block", Name: m.Name, Key: k.key, Keyed: true,
+					Meta: im, DeclRange: m.DeclRange, outputType: blockType.OutputType(), entity: m.ID(),
+					Arm: arm.Name, Cell: fmt.Sprintf("%s/c%d", arm.Name, c),
+				}
+				inst.evalConfig = matrixConfig(m, arm, c, k.rep, inst.Cell, implied)
+				insts = append(insts, inst)
+			}
+		}
+	}
+	return insts, setups, diags
+}
+
+func matrixConfig(m *Matrix, arm *Arm, conc, rep int, cell string, implied cty.Type) func(*hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	return func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+		var diags hcl.Diagnostics
+		val := func(x hcl.Expression) cty.Value {
+			v, d := x.Value(ctx)
+			diags = append(diags, d...)
+			return v
+		}
+		obj := map[string]cty.Value{
+			"target":      val(arm.Target),
+			"workload":    val(m.Attrs["workload"].Expr),
+			"concurrency": cty.NumberIntVal(int64(conc)),
+			"repetition":  cty.NumberIntVal(int64(rep)),
+			"arm":         cty.StringVal(arm.Name),
+			"cell":        cty.StringVal(cell),
+		}
+		if a, ok := m.Attrs["gates"]; ok {
+			obj["gates"] = val(a.Expr)
+		}
+		reqAttr := m.Attrs["requests"]
+		req := val(reqAttr.Expr)
+		obj["requests"] = requestsFor(req, conc, reqAttr.Expr.Range(), &diags)
+		if diags.HasErrors() {
+			return cty.DynamicVal, diags
+		}
+		full := map[string]cty.Value{}
+		for name, aty := range implied.AttributeTypes() {
+			v, ok := obj[name]
+			if !ok {
+				full[name] = cty.NullVal(aty)
+				continue
+			}
+			cv, err := convertMarked(v, aty)
+			if err != nil {
+				diags = append(diags, errorAt(m.DeclRange, "Incorrect matrix value", "%s: %s.", name, err))
+				cv = cty.UnknownVal(aty)
+			}
+			full[name] = cv
+		}
+		return cty.ObjectVal(full), diags
+	}
+}
+
+// requestsFor picks the request count of one concurrency: requests is a number, or
+// a map keyed "c<N>" (or "<N>") such as the counts a freeze step records.
+func requestsFor(req cty.Value, conc int, rng hcl.Range, diags *hcl.Diagnostics) cty.Value {
+	unmarked, marks := req.Unmark()
+	if !unmarked.IsKnown() {
+		return cty.UnknownVal(cty.Number).WithMarks(marks)
+	}
+	ty := unmarked.Type()
+	if ty == cty.Number {
+		return req
+	}
+	if ty.IsMapType() || ty.IsObjectType() {
+		for _, k := range []string{fmt.Sprintf("c%d", conc), fmt.Sprint(conc)} {
+			kv := cty.StringVal(k)
+			if unmarked.Type().IsObjectType() {
+				if unmarked.Type().HasAttribute(k) {
+					return unmarked.GetAttr(k).WithMarks(marks)
+				}
+				continue
+			}
+			if unmarked.HasIndex(kv).True() {
+				return unmarked.Index(kv).WithMarks(marks)
+			}
+		}
+		*diags = append(*diags, errorAt(rng, "Missing request count", "requests has no entry for concurrency %d; use the key \"c%d\".", conc, conc))
+		return cty.UnknownVal(cty.Number)
+	}
+	*diags = append(*diags, errorAt(rng, "Incorrect attribute value type", "requests must be a number or a map keyed by concurrency (\"c4\")."))
+	return cty.UnknownVal(cty.Number)
+}
+
+func convertMarked(v cty.Value, ty cty.Type) (cty.Value, error) {
+	u, pvm := v.UnmarkDeepWithPaths()
+	cv, err := convert.Convert(u, ty)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	if !cv.IsKnown() || len(pvm) == 0 {
+		marks := cty.NewValueMarks()
+		for _, pm := range pvm {
+			for mk := range pm.Marks {
+				marks[mk] = struct{}{}
+			}
+		}
+		if !cv.IsKnown() {
+			return cv.WithMarks(marks), nil
+		}
+		return cv, nil
+	}
+	// Converted structure can differ, so keep marks on the whole value where the
+	// paths no longer line up; sensitive stays sensitive either way.
+	out, err := safeMarkWithPaths(cv, pvm)
+	if err != nil {
+		return cv.WithMarks(markOf(v)), nil
+	}
+	return out, nil
+}
+
+func safeMarkWithPaths(v cty.Value, pvm []cty.PathValueMarks) (out cty.Value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("marks do not fit: %v", r)
+		}
+	}()
+	return v.MarkWithPaths(pvm), nil
+}
+
+func knownInts(a *hcl.Attribute, ctx *hcl.EvalContext, min int) ([]int, hcl.Diagnostics) {
+	v, diags := a.Expr.Value(ctx)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	v, _ = v.UnmarkDeep()
+	if !v.IsWhollyKnown() || v.IsNull() {
+		return nil, append(diags, errorAt(a.Expr.Range(), "Value must be known at plan time", "%s must be known before anything runs.", a.Name))
+	}
+	var vals []cty.Value
+	if v.Type() == cty.Number {
+		vals = []cty.Value{v}
+	} else if v.CanIterateElements() && !v.Type().IsMapType() && !v.Type().IsObjectType() {
+		vals = v.AsValueSlice()
+	} else {
+		return nil, append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "%s must be a whole number or a list of whole numbers.", a.Name))
+	}
+	var out []int
+	for _, e := range vals {
+		if e.Type() != cty.Number || e.IsNull() {
+			return nil, append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "%s must be a whole number or a list of whole numbers.", a.Name))
+		}
+		f, _ := e.AsBigFloat().Float64()
+		if f != math.Trunc(f) || f < float64(min) || f > 1e6 {
+			return nil, append(diags, errorAt(a.Expr.Range(), "Invalid value", "%s must hold whole numbers of at least %d; got %v.", a.Name, min, f))
+		}
+		out = append(out, int(f))
+	}
+	return out, diags
+}
+
+// wireDependencies turns references into instance-level dependencies.
+func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSetup) hcl.Diagnostics {
+	e := p.ev
+	var diags hcl.Diagnostics
+	deps := map[*Instance]map[string]bool{}
+	add := func(inst *Instance, r ref) {
+		if deps[inst] == nil {
+			deps[inst] = map[string]bool{}
+		}
+		targets := []ref{r}
+		if d, ok := e.entities[r.Entity].(*DataBlock); ok {
+			targets = e.stepDeps[d.ID()]
+		}
+		for _, t := range targets {
+			insts := byEntity[t.Entity]
+			if t.Key != nil {
+				var found *Instance
+				for _, x := range insts {
+					if x.Key == *t.Key {
+						found = x
+					}
+				}
+				if found == nil {
+					var keys []string
+					for _, x := range insts {
+						keys = append(keys, x.Key)
+					}
+					diags = append(diags, errorAt(t.Range, "Reference to undeclared instance",
+						"%s has no instance with key %q.%s", t.Entity, *t.Key, didYouMean(*t.Key, keys)))
+					continue
+				}
+				insts = []*Instance{found}
+			}
+			for _, x := range insts {
+				if x != inst {
+					deps[inst][x.Addr] = true
+				}
+			}
+		}
+	}
+	for _, inst := range p.Instances {
+		for _, r := range e.refs[inst.entity] {
+			if r.Entity == "each" || strings.HasPrefix(r.Entity, "var.") {
+				continue
+			}
+			if inst.Arm != "" {
+				// A matrix instance depends on its own arm's target, not every arm's.
+				if _, isData := e.entities[r.Entity].(*DataBlock); isData && !e.armUses(inst, r) {
+					continue
+				}
+			}
+			add(inst, r)
+		}
+		if deps[inst] == nil {
+			deps[inst] = map[string]bool{}
+		}
+	}
+	// Arms run in declared order: setup steps of an arm wait for every block of the
+	// previous arm, and the arm's blocks wait for its setup steps.
+	for _, s := range setups {
+		setupRefs, d := e.traversalRefs(s.arm.Setup, false)
+		diags = append(diags, d...)
+		var setupInsts []*Instance
+		for _, r := range setupRefs {
+			for _, x := range byEntity[r.Entity] {
+				if r.Key == nil || x.Key == *r.Key {
+					setupInsts = append(setupInsts, x)
+				}
+			}
+		}
+		for _, blk := range byEntity[s.matrix] {
+			if blk.Arm == s.arm.Name {
+				for _, si := range setupInsts {
+					deps[blk][si.Addr] = true
+				}
+			}
+			if s.prevArm != "" && blk.Arm == s.prevArm {
+				for _, si := range setupInsts {
+					deps[si][blk.Addr] = true
+				}
+			}
+		}
+	}
+	for _, inst := range p.Instances {
+		for a := range deps[inst] {
+			inst.DependsOn = append(inst.DependsOn, a)
+		}
+		sort.Strings(inst.DependsOn)
+	}
+	return diags
+}
+
+// armUses reports whether a data reference of a matrix comes from this instance's arm
+// (or from a matrix-wide attribute), so blocks of one arm do not wait on another
+// arm's image build.
+func (e *evaluator) armUses(inst *Instance, r ref) bool {
+	m := e.entities[inst.entity].(*Matrix)
+	for _, a := range m.Arms {
+		for _, tr := range a.Target.Variables() {
+			if tr.SourceRange() == r.Range {
+				return a.Name == inst.Arm
+			}
+		}
+	}
+	return true
+}
+
+// Graph returns the instance dependency graph (edges run from a dependency to the
+// instance that waits for it).
+func (p *Plan) Graph() (graph.Graph[string, *Instance], error) {
+	g := graph.New(func(i *Instance) string { return i.Addr }, graph.Directed(), graph.Acyclic())
+	for _, inst := range p.Instances {
+		if err := g.AddVertex(inst); err != nil {
+			return nil, err
+		}
+	}
+	for _, inst := range p.Instances {
+		for _, d := range inst.DependsOn {
+			if err := g.AddEdge(d, inst.Addr); err != nil {
+				return nil, fmt.Errorf("edge %s -> %s: %w", d, inst.Addr, err)
+			}
+		}
+	}
+	return g, nil
+}
+
+// runOrder is Kahn's algorithm with a priority queue on declaration index: among the
+// steps whose dependencies are done, the one declared first runs first.
+func (p *Plan) runOrder() ([]*Instance, hcl.Diagnostics) {
+	indeg := map[string]int{}
+	children := map[string][]*Instance{}
+	for _, inst := range p.Instances {
+		indeg[inst.Addr] = len(inst.DependsOn)
+		for _, d := range inst.DependsOn {
+			children[d] = append(children[d], inst)
+		}
+	}
+	q := &indexHeap{}
+	for _, inst := range p.Instances {
+		if indeg[inst.Addr] == 0 {
+			heap.Push(q, inst)
+		}
+	}
+	out := make([]*Instance, 0, len(p.Instances))
+	for q.Len() > 0 {
+		inst := heap.Pop(q).(*Instance)
+		out = append(out, inst)
+		for _, c := range children[inst.Addr] {
+			indeg[c.Addr]--
+			if indeg[c.Addr] == 0 {
+				heap.Push(q, c)
+			}
+		}
+	}
+	if len(out) != len(p.Instances) {
+		var stuck []string
+		var rng hcl.Range
+		for _, inst := range p.Instances {
+			if indeg[inst.Addr] > 0 {
+				stuck = append(stuck, inst.Addr)
+				if rng.Filename == "" {
+					rng = inst.DeclRange
+				}
+			}
+		}
+		if len(stuck) > 6 {
+			stuck = append(stuck[:6], fmt.Sprintf("and %d more", len(stuck)-6))
+		}
+		return nil, hcl.Diagnostics{errorAt(rng, "Dependency cycle",
+			"These steps wait on each other through matrix arm setup ordering: %s. A setup step must not depend on a block of a later arm.", strings.Join(stuck, ", "))}
+	}
+	return out, nil
+}
+
+type indexHeap []*Instance
+
+func (h indexHeap) Len() int           { return len(h) }
+func (h indexHeap) Less(i, j int) bool { return h[i].Index < h[j].Index }
+func (h indexHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *indexHeap) Push(x any)        { *h = append(*h, x.(*Instance)) }
+func (h *indexHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,188 @@
+package plans
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// ref is one reference found in an expression.
+type ref struct {
+	Entity string  // var.x, target.x, step.block.pilot, ...
+	Key    *string // instance key when the reference indexes a keyed step
+	Range  hcl.Range
+}
+
+var refRoots = []string{"var", "host", "target", "workload", "gate", "step", "each"}
+
+// resolve turns a traversal into a reference, checking that what it names exists.
+func (e *evaluator) resolve(tr hcl.Traversal, allowEach bool) (ref, *hcl.Diagnostic) {
+	rng := tr.SourceRange()
+	root := tr.RootName()
+	attrAt := func(i int) (string, bool) {
+		if len(tr) <= i {
+			return "", false
+		}
+		a, ok := tr[i].(hcl.TraverseAttr)
+		return a.Name, ok
+	}
+	switch root {
+	case "each":
+		if !allowEach {
+			return ref{}, errorAt(rng, "Reference to \"each\" in context without for_each", "each.key and each.value exist only inside a step with for_each.")
+		}
+		return ref{Entity: "each", Range: rng}, nil
+	case "var", "host", "target", "workload", "gate":
+		name, ok := attrAt(1)
+		if !ok {
+			return ref{}, errorAt(rng, "Invalid reference", "A reference to a %s needs a name, such as %s.NAME.", root, root)
+		}
+		id := root + "." + name
+		if _, ok := e.entities[id]; !ok {
+			return ref{}, errorAt(rng, "Reference to undeclared "+kindWord(root),
+				"There is no %s named %q.%s", kindWord(root), name, didYouMean(name, e.namesOf(root)))
+		}
+		return ref{Entity: id, Range: rng}, nil
+	case "step":
+		typ, ok1 := attrAt(1)
+		name, ok2 := attrAt(2)
+		if !ok1 || !ok2 {
+			return ref{}, errorAt(rng, "Invalid reference", "A reference to a step has the form step.TYPE.NAME.")
+		}
+		id := "step." + typ + "." + name
+		if _, ok := e.entities[id]; !ok {
+			return ref{}, errorAt(rng, "Reference to undeclared step",
+				"There is no step %s.%s.%s", typ, name, didYouMean(typ+"."+name, e.namesOf("step")))
+		}
+		r := ref{Entity: id, Range: rng}
+		if len(tr) > 3 {
+			if ix, ok := tr[3].(hcl.TraverseIndex); ok && ix.Key.Type() == cty.String && ix.Key.IsKnown() {
+				k := ix.Key.AsString()
+				r.Key = &k
+			}
+		}
+		return r, nil
+	default:
+		return ref{}, errorAt(rng, "Unknown reference",
+			"%q is not something a campaign can refer to. References start with %s.%s", root, joinQuoted(refRoots), didYouMean(root, refRoots))
+	}
+}
+
+func kindWord(root string) string {
+	if root == "var" {
+		return "variable"
+	}
+	return root
+}
+
+func joinQuoted(names []string) string {
+	s := ""
+	for i, n := range names {
+		if i > 0 {
+			s += ", "
+		}
+		s += n + "."
+	}
+	return s
+}
+
+func (e *evaluator) namesOf(root string) []string {
+	var out []string
+	for id := range e.entities {
+		if len(id) > len(root)+1 && id[:len(root)+1] == root+"." {
+			out = append(out, id[len(root)+1:])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// exprRefs resolves every traversal of the given expressions.
+func (e *evaluator) exprRefs(allowEach bool, exprs ...hcl.Expression) ([]ref, hcl.Diagnostics) {
+	var trs []hcl.Traversal
+	for _, x := range exprs {
+		if x != nil {
+			trs = append(trs, x.Variables()...)
+		}
+	}
+	return e.traversalRefs(trs, allowEach)
+}
+
+func (e *evaluator) traversalRefs(trs []hcl.Traversal, allowEach bool) ([]ref, hcl.Diagnostics) {
+	var out []ref
+	var diags hcl.Diagnostics
+	for _, tr := range trs {
+		r, d := e.resolve(tr, allowEach)
+		if d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, diags
+}
+
+// entityRefs collects the references of one declared object.
+func (e *evaluator) entityRefs(id string) ([]ref, hcl.Diagnostics) {
+	switch x := e.entities[id].(type) {
+	case *DataBlock:
+		var exprs []hcl.Expression
+		for _, name := range sortedAttrNames(x.Attrs) {
+			exprs = append(exprs, x.Attrs[name].Expr)
+		}
+		return e.exprRefs(false, exprs...)
+	case *StepBlock:
+		var diags hcl.Diagnostics
+		var refs []ref
+		var exprs []hcl.Expression
+		for _, name := range sortedAttrNames(x.MetaAttrs) {
+			if name == metaDependsOn {
+				trs, d := staticTraversals(x.MetaAttrs[name])
+				diags = append(diags, d...)
+				r, d := e.traversalRefs(trs, false)
+				diags = append(diags, d...)
+				refs = append(refs, r...)
+				continue
+			}
+			if name == metaForEach {
+				r, d := e.exprRefs(false, x.MetaAttrs[name].Expr)
+				diags = append(diags, d...)
+				refs = append(refs, r...)
+				continue
+			}
+			exprs = append(exprs, x.MetaAttrs[name].Expr)
+		}
+		r, d := e.exprRefs(x.ForEach != nil, exprs...)
+		diags = append(diags, d...)
+		refs = append(refs, r...)
+		r, d = e.traversalRefs(hcldec.Variables(x.Body, x.StepType.Spec()), x.ForEach != nil)
+		diags = append(diags, d...)
+		return append(refs, r...), diags
+	case *Matrix:
+		var exprs []hcl.Expression
+		for _, name := range sortedAttrNames(x.Attrs) {
+			exprs = append(exprs, x.Attrs[name].Expr)
+		}
+		for _, a := range x.Arms {
+			exprs = append(exprs, a.Target)
+		}
+		return e.exprRefs(false, exprs...)
+	}
+	return nil, nil
+}
+
+func sortedAttrNames(attrs hcl.Attributes) []string {
+	names := make([]string, 0, len(attrs))
+	for n := range attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func describeRef(r ref) string {
+	return fmt.Sprintf("%s (at %s)", r.Entity, r.Range)
+}

@@ -1,0 +1,70 @@
+package plans
+
+import (
+	"github.com/hashicorp/hcl/v2"
+)
+
+// DataBlock is a host, target, workload or gate: a named object of attributes that
+// steps refer to. Its value is an object of its attributes plus "name".
+type DataBlock struct {
+	Kind      string // host, target, workload or gate
+	Name      string
+	Attrs     hcl.Attributes
+	DeclRange hcl.Range
+}
+
+// ID is how references name the block, e.g. "target.incumbent".
+func (d *DataBlock) ID() string { return d.Kind + "." + d.Name }
+
+// dataSchemas fix the attributes each data block accepts, so a typo is an error at
+// load time rather than a silently ignored setting at 2 a.m.
+var dataSchemas = map[string]*hcl.BodySchema{
+	blockHost: attrSchema(
+		"docker",  // Docker Engine URL: unix://, tcp://, ssh://; empty means DOCKER_HOST
+		"gpus",    // "nvml" or "sim"
+		"runtime", // "docker" or "sim"
+		"sim_gpus", "sim_power_limit_watts",
+	),
+	blockTarget: attrSchema(
+		"host", "runtime", "container", "image", "endpoint", "metrics", "model",
+		"profile", "listen", "api_key", "time_scale", "seed", "faults", "reasoning_field",
+		"health_path", "health_timeout", "command", "env", "ports", "mounts", "shm_size", "gpus",
+		"running_metric", "waiting_metric", "preflight", "protected_files",
+	),
+	blockWorkload: attrSchema(
+		"corpus", "corpus_seed", "nominal_context", "prefixes", "api",
+		"max_tokens", "temperature", "top_p", "seed", "reasoning_effort",
+	),
+	blockGate: attrSchema(
+		"health", "idle", "identity", "frozen_inputs", "power_limit_watts", "gpu_count",
+		"driver", "max_ttft_error",
+	),
+}
+
+func attrSchema(names ...string) *hcl.BodySchema {
+	s := &hcl.BodySchema{}
+	for _, n := range names {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: n})
+	}
+	return s
+}
+
+func decodeDataBlock(b *hcl.Block) (*DataBlock, hcl.Diagnostics) {
+	schema := dataSchemas[b.Type]
+	content, diags := b.Body.Content(schema)
+	diags = listValid(diags, b.Type+" blocks", schemaNames(schema))
+	if content == nil {
+		return nil, diags
+	}
+	if b.Type == blockTarget {
+		if _, ok := content.Attributes["endpoint"]; !ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Missing required argument",
+				Detail:   `The argument "endpoint" is required: the OpenAI-compatible base URL of the target, e.g. "http://127.0.0.1:8000".`,
+				Subject:  b.Body.MissingItemRange().Ptr(),
+			})
+		}
+	}
+	return &DataBlock{Kind: b.Type, Name: b.Labels[0], Attrs: content.Attributes, DeclRange: b.DefRange}, diags
+}

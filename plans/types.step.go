@@ -1,0 +1,213 @@
+package plans
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Meta-argument names accepted on every step, whatever its type.
+const (
+	metaDependsOn = "depends_on"
+	metaForEach   = "for_each"
+	metaTimeout   = "timeout"
+	metaUses      = "uses"
+	metaAlways    = "always"
+	metaPhase     = "phase"
+	metaOnFailure = "on_failure"
+	metaOutage    = "outage"
+)
+
+var metaSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: metaDependsOn}, {Name: metaForEach}, {Name: metaTimeout}, {Name: metaUses},
+		{Name: metaAlways}, {Name: metaPhase}, {Name: metaOnFailure}, {Name: metaOutage},
+	},
+}
+
+// Phases a step may declare. Only measured blocks enter statistics.
+var validPhases = []string{"setup", "pilot", "priming", "measured", "diagnostic", "restore"}
+
+// Meta holds the evaluated meta-arguments of a step instance.
+type Meta struct {
+	Timeout   time.Duration // hard bound; zero means the step type's default
+	Uses      []string      // exclusive resources; steps sharing one never overlap
+	Always    bool          // runs after success, failure, stop, interrupt or deferral
+	Phase     string
+	OnFailure string // "", "stop" or "continue": overrides the failure class policy
+	Outage    string // "", "begin" or "end"
+}
+
+// StepBlock is a step block before expansion.
+type StepBlock struct {
+	Type, Name string
+	Order      int
+	DeclRange  hcl.Range
+	ForEach    hcl.Expression
+	MetaAttrs  hcl.Attributes
+	Body       hcl.Body // the type-specific remainder, decoded with the type's Spec
+	StepType   StepType
+}
+
+// ID is how references name the block: step.TYPE.NAME.
+func (s *StepBlock) ID() string { return "step." + s.Type + "." + s.Name }
+
+func decodeStepBlock(b *hcl.Block, types StepTypes, order int) (*StepBlock, hcl.Diagnostics) {
+	s := &StepBlock{Type: b.Labels[0], Name: b.Labels[1], Order: order, DeclRange: b.DefRange}
+	var diags hcl.Diagnostics
+	st, ok := types[s.Type]
+	if !ok {
+		diags = append(diags, errorAt(b.LabelRanges[0], "Unknown step type",
+			"There is no step type %q.%s Registered step types: %s.", s.Type, didYouMean(s.Type, types.Names()), strings.Join(types.Names(), ", ")))
+		return nil, diags
+	}
+	s.StepType = st
+	content, remain, d := b.Body.PartialContent(metaSchema)
+	diags = append(diags, d...)
+	s.MetaAttrs = content.Attributes
+	s.ForEach = nil
+	if a, ok := content.Attributes[metaForEach]; ok {
+		s.ForEach = a.Expr
+	}
+	s.Body = remain
+	// Decode once with no context just to report schema problems (unknown or missing
+	// arguments) at load time, with the list of what the type accepts.
+	if _, sd := hcldec.Decode(remain, st.Spec(), nil); sd.HasErrors() {
+		for _, sdiag := range sd {
+			if sdiag.Summary == "Unsupported argument" || sdiag.Summary == "Missing required argument" || sdiag.Summary == "Unsupported block type" {
+				diags = append(diags, sdiag)
+			}
+		}
+		diags = listValid(diags, fmt.Sprintf("step type %q", s.Type), append(specNames(st.Spec()), attrNames(metaSchema)...))
+	}
+	return s, diags
+}
+
+func specNames(spec hcldec.ObjectSpec) []string {
+	var out []string
+	for name := range spec {
+		out = append(out, name)
+	}
+	return out
+}
+
+func attrNames(s *hcl.BodySchema) []string {
+	var out []string
+	for _, a := range s.Attributes {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// decodeMeta evaluates the meta-arguments of one instance. They must be known at
+// plan time: the schedule cannot depend on what a step will produce.
+func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (Meta, hcl.Diagnostics) {
+	var m Meta
+	var diags hcl.Diagnostics
+	str := func(name string) (string, bool) {
+		a, ok := attrs[name]
+		if !ok {
+			return "", false
+		}
+		v, d := a.Expr.Value(ctx)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return "", false
+		}
+		if !IsWholeKnown(v) {
+			diags = append(diags, errorAt(a.Expr.Range(), "Value must be known at plan time", "%s %s; the schedule cannot wait for a step's outputs.", name, UnknownText(markOf(v))))
+			return "", false
+		}
+		v, _ = v.Unmark()
+		if v.Type() != cty.String || v.IsNull() {
+			diags = append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "%s must be a string.", name))
+			return "", false
+		}
+		return v.AsString(), true
+	}
+	if s, ok := str(metaTimeout); ok {
+		d, err := ParseDuration(s)
+		if err != nil {
+			diags = append(diags, errorAt(attrs[metaTimeout].Expr.Range(), "Invalid duration", "timeout: %s.", err))
+		}
+		m.Timeout = d
+	}
+	if s, ok := str(metaPhase); ok {
+		if !contains(validPhases, s) {
+			diags = append(diags, errorAt(attrs[metaPhase].Expr.Range(), "Invalid phase", "phase %q is not one of %s.%s", s, strings.Join(validPhases, ", "), didYouMean(s, validPhases)))
+		}
+		m.Phase = s
+	}
+	if s, ok := str(metaOnFailure); ok {
+		if s != "stop" && s != "continue" {
+			diags = append(diags, errorAt(attrs[metaOnFailure].Expr.Range(), "Invalid on_failure", "on_failure must be \"stop\" or \"continue\", not %q.", s))
+		}
+		m.OnFailure = s
+	}
+	if s, ok := str(metaOutage); ok {
+		if s != "begin" && s != "end" {
+			diags = append(diags, errorAt(attrs[metaOutage].Expr.Range(), "Invalid outage marker", "outage must be \"begin\" or \"end\", not %q.", s))
+		}
+		m.Outage = s
+	}
+	if a, ok := attrs[metaAlways]; ok {
+		v, d := a.Expr.Value(ctx)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			v, _ = v.Unmark()
+			if v.Type() != cty.Bool || v.IsNull() || !v.IsKnown() {
+				diags = append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "always must be true or false."))
+			} else {
+				m.Always = v.True()
+			}
+		}
+	}
+	if a, ok := attrs[metaUses]; ok {
+		m.Uses, diags = stringList(a, ctx, diags)
+	}
+	return m, diags
+}
+
+func stringList(a *hcl.Attribute, ctx *hcl.EvalContext, diags hcl.Diagnostics) ([]string, hcl.Diagnostics) {
+	v, d := a.Expr.Value(ctx)
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	v, _ = v.UnmarkDeep()
+	if v.IsNull() || !v.IsWhollyKnown() || !(v.Type().IsListType() || v.Type().IsTupleType() || v.Type().IsSetType()) {
+		return nil, append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "%s must be a list of strings known at plan time.", a.Name))
+	}
+	var out []string
+	for _, e := range v.AsValueSlice() {
+		if e.Type() != cty.String || e.IsNull() {
+			return nil, append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "%s must be a list of strings.", a.Name))
+		}
+		out = append(out, e.AsString())
+	}
+	return out, diags
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func markOf(v cty.Value) cty.ValueMarks {
+	_, pvm := v.UnmarkDeepWithPaths()
+	marks := cty.NewValueMarks()
+	for _, p := range pvm {
+		for m := range p.Marks {
+			marks[m] = struct{}{}
+		}
+	}
+	return marks
+}

@@ -1,0 +1,130 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Step runs a command.
+type Step struct{}
+
+var _ engine.Step = Step{}
+var _ engine.FileInputs = Step{}
+var _ engine.DefaultTimeout = Step{}
+
+var spec = hcldec.ObjectSpec{
+	"command":       &hcldec.AttrSpec{Name: "command", Type: cty.List(cty.String), Required: true},
+	"env":           &hcldec.AttrSpec{Name: "env", Type: cty.Map(cty.String)},
+	"dir":           &hcldec.AttrSpec{Name: "dir", Type: cty.String},
+	"inputs":        &hcldec.AttrSpec{Name: "inputs", Type: cty.List(cty.String)},
+	"failure_class": &hcldec.AttrSpec{Name: "failure_class", Type: cty.String},
+}
+
+var outputType = cty.Object(map[string]cty.Type{
+	"exit_code":     cty.Number,
+	"stdout_sha256": cty.String,
+})
+
+// Spec is the schema of an exec step body.
+func (Step) Spec() hcldec.ObjectSpec { return spec }
+
+// OutputType is the exit code and the hash of stdout.
+func (Step) OutputType() cty.Type { return outputType }
+
+// DefaultTimeout bounds commands that declare no timeout.
+func (Step) DefaultTimeout() time.Duration { return 10 * time.Minute }
+
+// Files are the declared inputs: their content is part of the step's input hash.
+func (Step) Files(cfg cty.Value) []string {
+	v := cfg.GetAttr("inputs")
+	if v.IsNull() || !v.IsKnown() {
+		return nil
+	}
+	var out []string
+	for _, e := range v.AsValueSlice() {
+		out = append(out, e.AsString())
+	}
+	return out
+}
+
+// Run executes the command and keeps its output as evidence.
+func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
+	cfg := sc.Config
+	var argv []string
+	for _, e := range cfg.GetAttr("command").AsValueSlice() {
+		argv = append(argv, e.AsString())
+	}
+	if len(argv) == 0 {
+		return engine.Failed(engine.ClassConfig, "command is empty")
+	}
+	class := engine.ClassExec
+	if v := cfg.GetAttr("failure_class"); !v.IsNull() {
+		class = engine.FailureClass(v.AsString())
+	}
+	dir := sc.BaseDir
+	if v := cfg.GetAttr("dir"); !v.IsNull() {
+		dir = v.AsString()
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(sc.BaseDir, dir)
+		}
+	}
+	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	if v := cfg.GetAttr("env"); !v.IsNull() {
+		var keys []string
+		m := v.AsValueMap()
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			cmd.Env = append(cmd.Env, k+"="+m[k].AsString())
+		}
+	}
+	cmd.WaitDelay = 5 * time.Second
+	stdout, err := os.Create(sc.Path("stdout.txt"))
+	if err != nil {
+		return engine.Failed(engine.ClassInternal, "create stdout artefact: %v", err)
+	}
+	defer stdout.Close()
+	stderr, err := os.Create(sc.Path("stderr.txt"))
+	if err != nil {
+		return engine.Failed(engine.ClassInternal, "create stderr artefact: %v", err)
+	}
+	defer stderr.Close()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	runErr := cmd.Run()
+	_ = stdout.Sync()
+	_ = stderr.Sync()
+	sum, _ := fileSHA256(sc.Path("stdout.txt"))
+	code := 0
+	var exitErr *osexec.ExitError
+	switch {
+	case runErr == nil:
+	case errors.As(runErr, &exitErr):
+		code = exitErr.ExitCode()
+	case errors.Is(runErr, osexec.ErrNotFound) || errors.Is(runErr, os.ErrNotExist):
+		return engine.Failed(engine.ClassToolMissing, "command %q not found: %v", argv[0], runErr)
+	default:
+		return engine.Failed(class, "command %q could not run: %v", argv[0], runErr)
+	}
+	out := cty.ObjectVal(map[string]cty.Value{"exit_code": cty.NumberIntVal(int64(code)), "stdout_sha256": cty.StringVal(sum)})
+	if ctx.Err() != nil {
+		return engine.Result{Status: engine.StatusFailed, Message: fmt.Sprintf("command %q stopped: %v", argv[0], ctx.Err())}
+	}
+	if code != 0 {
+		return engine.FailedWith(class, out, "command %q exited with status %d (stderr kept in stderr.txt)", argv[0], code)
+	}
+	return engine.Succeeded(out)
+}

@@ -1,0 +1,42 @@
+package freeze
+
+import (
+	"context"
+	"os"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Step records values.
+type Step struct{}
+
+var _ engine.Step = Step{}
+
+var spec = hcldec.ObjectSpec{
+	"values": &hcldec.AttrSpec{Name: "values", Type: cty.DynamicPseudoType, Required: true},
+}
+
+// Spec is the schema of a freeze step body.
+func (Step) Spec() hcldec.ObjectSpec { return spec }
+
+// OutputType exposes the recorded values as step.freeze.NAME.values.
+func (Step) OutputType() cty.Type {
+	return cty.Object(map[string]cty.Type{"values": cty.DynamicPseudoType})
+}
+
+// Run writes values.json and returns the values as outputs.
+func (Step) Run(_ context.Context, sc *engine.StepContext) engine.Result {
+	v := sc.Config.GetAttr("values")
+	b, err := plans.CanonicalJSON(plans.CanonicalValue(v))
+	if err != nil {
+		return engine.Failed(engine.ClassInternal, "encode values: %v", err)
+	}
+	if err := os.WriteFile(sc.Path("values.json"), b, 0o644); err != nil {
+		return engine.Failed(engine.ClassInternal, "write values.json: %v", err)
+	}
+	sc.Log.Info().RawJSON("values", b[:len(b)-1]).Msg("values frozen")
+	return engine.Succeeded(cty.ObjectVal(map[string]cty.Value{"values": v}))
+}
