@@ -356,7 +356,7 @@ func (r *run) inputsOf(inst *plans.Instance) (cty.Value, []string, map[string]ct
 
 func markSet(v cty.Value) cty.ValueMarks {
 	_, pvm := v.UnmarkDeepWithPaths()
-	out := cty.NewValueMarks()
+	out := make(cty.ValueMarks)
 	for _, p := range pvm {
 		for m := range p.Marks {
 			out[m] = struct{}{}

@@ -174,7 +174,7 @@ step "probe" "restore" {
 			end = &r
 		}
 	}
-	if end == nil || end.ElapsedS != (65 * time.Minute).Seconds() {
+	if end == nil || end.ElapsedS != (65*time.Minute).Seconds() {
 		t.Fatalf("outage end record %+v, want 65m elapsed", end)
 	}
 }

@@ -386,7 +386,7 @@ func convertMarked(v cty.Value, ty cty.Type) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	if !cv.IsKnown() || len(pvm) == 0 {
-		marks := cty.NewValueMarks()
+		marks := make(cty.ValueMarks)
 		for _, pm := range pvm {
 			for mk := range pm.Marks {
 				marks[mk] = struct{}{}

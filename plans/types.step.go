@@ -203,7 +203,7 @@ func contains(list []string, s string) bool {
 
 func markOf(v cty.Value) cty.ValueMarks {
 	_, pvm := v.UnmarkDeepWithPaths()
-	marks := cty.NewValueMarks()
+	marks := make(cty.ValueMarks)
 	for _, p := range pvm {
 		for m := range p.Marks {
 			marks[m] = struct{}{}

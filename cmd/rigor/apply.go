@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps"
+	"github.com/spf13/cobra"
+)
+
+func newApplyCmd(g *globals) *cobra.Command {
+	var a planArgs
+	var state string
+	var parallelism int
+	cmd := &cobra.Command{
+		Use:   "apply CAMPAIGN",
+		Short: "Run a campaign: freeze on first use, resume after, always restore",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if state == "" {
+				return &exitError{code: 2, msg: "--state is required: the directory that keeps this campaign's plan, journal and evidence"}
+			}
+			p, err := a.load(g, args[0])
+			if err != nil {
+				return err
+			}
+			ctx, stop := interruptContext(g)
+			defer stop()
+			sum, err := engine.Apply(ctx, p, steps.Registry(), engine.Options{
+				StateDir: state, Log: g.log, Observe: observer(g), Parallelism: parallelism,
+			})
+			if err != nil {
+				var locked *engine.ErrLocked
+				switch {
+				case errors.As(err, &locked):
+					return &exitError{code: 1, msg: err.Error()}
+				case errors.Is(err, engine.ErrPlanChanged), errors.Is(err, engine.ErrInputsChanged):
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				return err
+			}
+			fmt.Fprintf(g.stdout, "campaign %s: %s%s\n", p.Campaign.Name, sum.Status, countsText(sum.Counts))
+			if sum.Reason != "" {
+				fmt.Fprintf(g.stdout, "reason: %s\n", sum.Reason)
+			}
+			fmt.Fprintf(g.stdout, "state: %s (verify with `rigor verify --state %s`)\n", state, state)
+			if sum.Status != "completed" && sum.Status != "closed" {
+				return &exitError{code: exitStopped}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "state directory (created on first apply)")
+	cmd.Flags().IntVar(&parallelism, "parallelism", 4, "most steps running at once (steps sharing a `uses` resource never overlap)")
+	a.bind(cmd)
+	return cmd
+}
+
+func countsText(c map[engine.Status]int) string {
+	if len(c) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, s := range []engine.Status{engine.StatusSucceeded, engine.StatusFailed, engine.StatusInterrupted, engine.StatusDeferred, engine.StatusBlocked} {
+		if c[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
+		}
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// interruptContext implements the two-stage interrupt: the first SIGINT/SIGTERM
+// cancels the running step and sends the engine to restore; the second says what a
+// kill would leave behind; the third exits at once.
+func interruptContext(g *globals) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 3)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case s := <-ch:
+				n++
+				switch n {
+				case 1:
+					g.log.Warn().Str("signal", s.String()).Msg("interrupt: cancelling the running step; always-steps (restore) run next. Interrupt again for details.")
+					cancel(errors.New(s.String()))
+				case 2:
+					g.log.Warn().Msg("restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first.")
+				default:
+					g.log.Error().Msg("exiting without finishing restore; run `rigor plan apply` on the same state to restore")
+					os.Exit(130)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); close(done); cancel(nil) }
+}
+
+// observer prints one line per step start and end, with the outage clock while an
+// outage is open; without a terminal, progress is throttled to one line per 10 s.
+func observer(g *globals) func(engine.Event) {
+	lastProgress := map[string]time.Time{}
+	return func(e engine.Event) {
+		l := g.log
+		switch e.Kind {
+		case "step_start":
+			ev := l.Info().Str("step", e.Addr).Int("attempt", e.Attempt)
+			if e.Outage.Open {
+				ev = ev.Str("outage", e.Outage.String())
+			}
+			ev.Msg("start")
+		case "step_end":
+			ev := l.Info()
+			if e.Status != engine.StatusSucceeded {
+				ev = l.Warn()
+			}
+			ev = ev.Str("step", e.Addr).Str("status", string(e.Status))
+			if e.Class != "" {
+				ev = ev.Str("class", string(e.Class))
+			}
+			if e.Duration > 0 {
+				ev = ev.Str("took", e.Duration.Round(time.Millisecond).String())
+			}
+			if e.Outage.Open {
+				ev = ev.Str("outage", e.Outage.String())
+			}
+			msg := "end"
+			if e.Message != "" {
+				msg = firstLine(e.Message)
+			}
+			ev.Msg(msg)
+		case "outage", "note":
+			l.Warn().Str("outage", e.Outage.String()).Msg(e.Message)
+		case "progress":
+			if time.Since(lastProgress[e.Addr]) < 10*time.Second {
+				return
+			}
+			lastProgress[e.Addr] = time.Now()
+			l.Info().Str("step", e.Addr).Int("done", e.Progress.Done).Int("failed", e.Progress.Failed).Int("total", e.Progress.Total).Msg(e.Progress.Rate)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit code through cobra.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitError1  = 1
+	exitStopped = 3 // the campaign ran but stopped, was deferred or interrupted
+)
+
+type globals struct {
+	logFormat string
+	logLevel  string
+	stdout    io.Writer
+	stderr    io.Writer
+	log       zerolog.Logger
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "Error:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "Error:", err)
+	return exitError1
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "rigor",
+		Short:         "Frozen, gated, journaled measurement campaigns for LLM serving stacks",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return g.setupLog()
+		},
+	}
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format on stderr: console or json")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &exitError{code: 2, msg: fmt.Sprintf("%v (see `%s --help`)", err, cmd.CommandPath())}
+	})
+	root.AddCommand(newPlanCmd(g), newStatusCmd(g), newVerifyCmd(g), newSimCmd(g))
+	return root
+}
+
+func (g *globals) setupLog() error {
+	lvl, err := zerolog.ParseLevel(g.logLevel)
+	if err != nil || g.logLevel == "" {
+		return &exitError{code: 2, msg: fmt.Sprintf("invalid --log-level %q: use debug, info, warn or error", g.logLevel)}
+	}
+	switch g.logFormat {
+	case "json":
+		g.log = zerolog.New(g.stderr).Level(lvl).With().Timestamp().Logger()
+	case "console":
+		w := zerolog.ConsoleWriter{Out: g.stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(g.stderr)}
+		g.log = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+	default:
+		return &exitError{code: 2, msg: fmt.Sprintf("invalid --log-format %q: use console or json", g.logFormat)}
+	}
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,162 @@
+# Quickstart: an incumbent and a candidate profile of the built-in simulator,
+# compared the way seed 001 compares real stacks. No Docker, no GPU.
+#
+#   go run ./cmd/rigor plan apply examples/quickstart/campaign.hcl --state runs/q1
+
+campaign "quickstart" {
+  description = "Incumbent vs candidate on the simulator: pilot, frozen counts, ABBA at C1 and C4, restore."
+  frozen      = ["fixtures/oracle.txt"]
+
+  outage {
+    budget  = "90m" # the incumbent is out of service at most this long
+    reserve = "20m" # always kept for restore
+  }
+}
+
+variable "port" {
+  type        = number
+  default     = 18080
+  description = "Port both targets serve on: they take turns on the same endpoint, as on one GPU node."
+}
+
+variable "time_scale" {
+  type        = number
+  default     = 0.02
+  description = "Simulator time scale: 0.02 runs the seed's timings 50x faster. Stated in every result."
+}
+
+variable "block_seconds" {
+  type        = number
+  default     = 0.8
+  description = "Target duration of a measured block, used to derive request counts from the pilot."
+}
+
+variable "api_key" {
+  type      = string
+  default   = ""
+  sensitive = true
+}
+
+host "laptop" {
+  runtime = "sim"
+  gpus    = "sim"
+}
+
+target "incumbent" {
+  host       = host.laptop
+  container  = "quickstart-incumbent"
+  profile    = "incumbent"
+  endpoint   = "http://127.0.0.1:${var.port}"
+  time_scale = var.time_scale
+  api_key    = var.api_key
+}
+
+target "candidate" {
+  host       = host.laptop
+  container  = "quickstart-candidate"
+  profile    = "flare"
+  endpoint   = "http://127.0.0.1:${var.port}"
+  time_scale = var.time_scale
+  api_key    = var.api_key
+}
+
+workload "capacity" {
+  corpus           = "synthetic-summary"
+  corpus_seed      = 4342
+  nominal_context  = 10240
+  max_tokens       = 2048
+  temperature      = 1
+  top_p            = 0.95
+  reasoning_effort = "max"
+  prefixes         = "unique"
+}
+
+gate "before_block" {
+  health   = true
+  idle     = true
+  identity = true
+}
+
+# Offline fixture/oracle check before anything touches the target.
+step "exec" "oracle" {
+  command       = ["sh", "-c", "grep -c PASS fixtures/oracle.txt && ! grep -q FAIL fixtures/oracle.txt"]
+  inputs        = ["fixtures/oracle.txt"]
+  failure_class = "gate"
+  timeout       = "30s"
+}
+
+# On a real host the incumbent is already running; on the simulator we start it.
+step "deploy" "incumbent" {
+  target  = target.incumbent
+  phase   = "setup"
+  timeout = "1m"
+}
+
+step "block" "pilot" {
+  for_each    = { c1 = 1, c4 = 4 }
+  target      = target.incumbent
+  workload    = workload.capacity
+  concurrency = each.value
+  requests    = 16
+  gates       = [gate.before_block]
+  phase       = "pilot"
+  timeout     = "2m"
+  uses        = ["gpu"]
+  depends_on  = [step.deploy.incumbent]
+}
+
+# Seed 001: counts targeting a fixed block time, rounded up to a multiple of the
+# concurrency, capped; frozen before any candidate traffic.
+step "freeze" "counts" {
+  values = {
+    for k, b in step.block.pilot :
+    k => min(48, ceil_multiple(b.requests * var.block_seconds / b.elapsed_s, b.concurrency))
+  }
+}
+
+step "deploy" "candidate" {
+  target  = target.candidate
+  outage  = "begin"
+  timeout = "1m"
+}
+
+step "deploy" "incumbent_again" {
+  target  = target.incumbent
+  timeout = "1m"
+}
+
+matrix "primary" {
+  workload    = workload.capacity
+  concurrency = [1, 4]
+  repetitions = 2
+  priming     = true
+  requests    = step.freeze.counts.values
+  timeout     = "2m"
+  gates       = [gate.before_block]
+  uses        = ["gpu"]
+
+  # ABBA: the incumbent before and after the candidate measures drift.
+  arm "incumbent_before" {
+    target = target.incumbent
+    setup  = [step.deploy.incumbent]
+  }
+  arm "candidate_1" {
+    target = target.candidate
+    setup  = [step.deploy.candidate]
+  }
+  arm "candidate_2" {
+    target = target.candidate
+  }
+  arm "incumbent_after" {
+    target = target.incumbent
+    setup  = [step.deploy.incumbent_again]
+  }
+}
+
+step "restore" "incumbent" {
+  target          = target.incumbent
+  always          = true
+  outage          = "end"
+  timeout         = "5m"
+  protected_files = ["fixtures/oracle.txt"]
+}

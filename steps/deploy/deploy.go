@@ -1,0 +1,121 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/sim"
+	"github.com/rigor-bench/rigor/steps/internal/target"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Step deploys a target.
+type Step struct{}
+
+var _ engine.Step = Step{}
+var _ engine.DefaultTimeout = Step{}
+
+var spec = hcldec.ObjectSpec{
+	"target": &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
+}
+
+// Identity is the output type shared by deploy and restore: who is serving now.
+var Identity = cty.Object(map[string]cty.Type{
+	"container_id": cty.String,
+	"image_id":     cty.String,
+	"incarnation":  cty.String,
+	"started_at":   cty.String,
+	"endpoint":     cty.String,
+})
+
+// Spec is the schema of a deploy step body.
+func (Step) Spec() hcldec.ObjectSpec { return spec }
+
+// OutputType is the identity of the deployed container.
+func (Step) OutputType() cty.Type { return Identity }
+
+// DefaultTimeout bounds a deploy that declares no timeout.
+func (Step) DefaultTimeout() time.Duration { return 10 * time.Minute }
+
+// Run deploys on the target's runtime.
+func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
+	t, err := target.FromValue(sc.Config.GetAttr("target"))
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
+	if t.Runtime != "sim" {
+		return engine.Failed(engine.ClassConfig, "target %s: runtime %q is not available in this build; use runtime = \"sim\"", t.Name, t.Runtime)
+	}
+	h := sim.GetHost(t.Host)
+	spec, err := target.SimSpec(t)
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
+	if occ, ok := target.SimOccupant(h, t.Endpoint); ok && occ.Name != t.Container {
+		// The restore manifest is written before anything is touched: if the stop
+		// below half-works, restore still knows exactly what to bring back.
+		if err := WriteJSON(sc.Path("restore-manifest.json"), occ); err != nil {
+			return engine.Failed(engine.ClassInternal, "write restore manifest: %v", err)
+		}
+		sc.Log.Info().Str("container", occ.Name).Str("id", occ.ID[:12]).Msg("taking the current occupant out of service")
+		if err := h.Stop(occ.ID); err != nil {
+			return engine.Failed(engine.ClassHealth, "stop %s: %v", occ.Name, err)
+		}
+	}
+	info, err := h.Inspect(t.Container)
+	switch {
+	case err == nil && info.Image != t.Image:
+		if err := h.Remove(info.ID); err != nil {
+			return engine.Failed(engine.ClassHealth, "remove stale container %s: %v", t.Container, err)
+		}
+		fallthrough
+	case err != nil:
+		if _, err := h.Create(spec); err != nil {
+			return engine.Failed(engine.ClassConfig, "create container %s: %v", t.Container, err)
+		}
+	}
+	if info, _ := h.Inspect(t.Container); info.Status != sim.StatusRunning {
+		if err := h.Start(t.Container); err != nil {
+			return engine.Failed(engine.ClassHealth, "start container %s: %v", t.Container, err)
+		}
+	}
+	if err := target.WaitHealthy(ctx, t); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return engine.Result{Status: engine.StatusInterrupted, Class: engine.ClassInterrupted, Message: err.Error()}
+		}
+		return engine.Failed(engine.ClassHealth, "target %s: %v", t.Name, err)
+	}
+	info, err = h.Inspect(t.Container)
+	if err != nil {
+		return engine.Failed(engine.ClassIdentity, "inspect %s after start: %v", t.Container, err)
+	}
+	if err := WriteJSON(sc.Path("identity.json"), info); err != nil {
+		return engine.Failed(engine.ClassInternal, "write identity: %v", err)
+	}
+	return engine.Succeeded(IdentityValue(info))
+}
+
+// IdentityValue turns an inspect record into the Identity output.
+func IdentityValue(info sim.ContainerInfo) cty.Value {
+	return cty.ObjectVal(map[string]cty.Value{
+		"container_id": cty.StringVal(info.ID),
+		"image_id":     cty.StringVal(info.ImageID),
+		"incarnation":  cty.StringVal(info.Incarnation),
+		"started_at":   cty.StringVal(info.StartedAt.UTC().Format(time.RFC3339Nano)),
+		"endpoint":     cty.StringVal(info.Endpoint),
+	})
+}
+
+// WriteJSON writes an indented JSON artefact.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,150 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/deploy"
+	"github.com/rigor-bench/rigor/steps/internal/sim"
+	"github.com/rigor-bench/rigor/steps/internal/target"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Step restores the incumbent.
+type Step struct{}
+
+var _ engine.Step = Step{}
+var _ engine.DefaultTimeout = Step{}
+var _ engine.FileInputs = Step{}
+
+var spec = hcldec.ObjectSpec{
+	"target":          &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
+	"protected_files": &hcldec.AttrSpec{Name: "protected_files", Type: cty.List(cty.String)},
+}
+
+// Spec is the schema of a restore step body.
+func (Step) Spec() hcldec.ObjectSpec { return spec }
+
+// OutputType is the identity of the restored container.
+func (Step) OutputType() cty.Type { return deploy.Identity }
+
+// DefaultTimeout is the restore bound when the plan sets none.
+func (Step) DefaultTimeout() time.Duration { return 10 * time.Minute }
+
+// Files are the protected files: listed in the campaign's frozen set, the engine
+// re-hashes them before restore and stops on any change.
+func (Step) Files(cfg cty.Value) []string {
+	v := cfg.GetAttr("protected_files")
+	if v.IsNull() {
+		return nil
+	}
+	var out []string
+	for _, e := range v.AsValueSlice() {
+		out = append(out, e.AsString())
+	}
+	return out
+}
+
+// Check is one verification of the receipt.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Receipt is the restore receipt artefact.
+type Receipt struct {
+	Target      string            `json:"target"`
+	Action      string            `json:"action"` // already-running, restarted-by-id, recreated
+	Stopped     []string          `json:"stopped,omitempty"`
+	Container   sim.ContainerInfo `json:"container"`
+	Checks      []Check           `json:"checks"`
+	Outcome     string            `json:"outcome"`
+	OutageOpen  bool              `json:"outage_open"`
+	OutageS     float64           `json:"outage_elapsed_s"`
+	BudgetS     float64           `json:"outage_budget_s"`
+	ReserveS    float64           `json:"outage_reserve_s"`
+	WithinBudge bool              `json:"within_budget"`
+}
+
+// Run restores the incumbent and writes receipt.json whatever the outcome.
+func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
+	t, err := target.FromValue(sc.Config.GetAttr("target"))
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
+	if t.Runtime != "sim" {
+		return engine.Failed(engine.ClassConfig, "target %s: runtime %q is not available in this build; use runtime = \"sim\"", t.Name, t.Runtime)
+	}
+	rc := &Receipt{Target: t.Name, Outcome: "failed"}
+	defer func() {
+		o := sc.Outage()
+		rc.OutageOpen, rc.OutageS, rc.BudgetS, rc.ReserveS = o.Open, o.Elapsed.Seconds(), o.Budget.Seconds(), o.Reserve.Seconds()
+		rc.WithinBudge = !o.Open || o.Elapsed <= o.Budget
+		_ = deploy.WriteJSON(sc.Path("receipt.json"), rc)
+	}()
+	check := func(name string, ok bool, format string, args ...any) bool {
+		rc.Checks = append(rc.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+		return ok
+	}
+	h := sim.GetHost(t.Host)
+	spec, err := target.SimSpec(t)
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
+	if occ, ok := target.SimOccupant(h, t.Endpoint); ok && occ.Name != t.Container {
+		if err := h.Stop(occ.ID); err != nil {
+			check("stop candidate", false, "%s: %v", occ.Name, err)
+			return engine.Failed(engine.ClassHealth, "stop %s: %v", occ.Name, err)
+		}
+		rc.Stopped = append(rc.Stopped, occ.Name+" ("+occ.ID[:12]+")")
+	}
+	info, err := h.Inspect(t.Container)
+	switch {
+	case err != nil:
+		rc.Action = "recreated"
+		if _, err := h.Create(spec); err != nil {
+			check("recreate", false, "%v", err)
+			return engine.Failed(engine.ClassHealth, "recreate %s: %v", t.Container, err)
+		}
+		if err := h.Start(t.Container); err != nil {
+			check("start", false, "%v", err)
+			return engine.Failed(engine.ClassHealth, "start %s: %v", t.Container, err)
+		}
+	case info.Status != sim.StatusRunning:
+		rc.Action = "restarted-by-id"
+		if err := h.Start(info.ID); err != nil {
+			check("start by id", false, "%v", err)
+			return engine.Failed(engine.ClassHealth, "start %s by ID: %v", info.ID, err)
+		}
+	default:
+		rc.Action = "already-running"
+	}
+	info, err = h.Inspect(t.Container)
+	if err != nil {
+		check("inspect", false, "%v", err)
+		return engine.Failed(engine.ClassIdentity, "inspect %s: %v", t.Container, err)
+	}
+	rc.Container = info
+	wantImage := spec.Config.Profile.ImageID()
+	if strings.HasPrefix(t.Image, "sha256:") {
+		wantImage = t.Image
+	}
+	if !check("image identity", info.ImageID == wantImage, "running %s, expected %s", info.ImageID, wantImage) {
+		return engine.Failed(engine.ClassIdentity, "restored %s runs image %s, expected %s", t.Container, info.ImageID, wantImage)
+	}
+	if err := target.WaitHealthy(ctx, t); err != nil {
+		check("health", false, "%v", err)
+		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
+	}
+	check("health", true, "%s%s answered 2xx", t.Endpoint, t.HealthPath)
+	for _, f := range (Step{}).Files(sc.Config) {
+		check("protected file", true, "%s unchanged since freeze (checked by the engine before restore)", f)
+	}
+	rc.Outcome = "restored"
+	return engine.Succeeded(deploy.IdentityValue(info))
+}
