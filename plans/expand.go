@@ -110,13 +110,28 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	// the canonical plan shows what is known and what waits for which step.
 	ctx, d := p.Context(nil)
 	diags = append(diags, d...)
+	seen := map[string]bool{}
 	for _, inst := range p.Instances {
 		v, d := inst.evalConfig(ctx)
-		diags = append(diags, d...)
+		for _, x := range d {
+			// Matrix instances share expressions: one mistake is reported once.
+			key := x.Summary + "\x00" + x.Detail
+			if x.Subject != nil {
+				key += x.Subject.String()
+			}
+			if !seen[key] {
+				seen[key] = true
+				diags = append(diags, x)
+			}
+		}
 		inst.Config = v
 	}
 	return diags
 }
+
+// maxMatrixInstances bounds one matrix so a typo such as repetitions = 300000
+// is an error, not an hour of expansion.
+const maxMatrixInstances = 100000
 
 type armSetup struct {
 	matrix   string
@@ -259,6 +274,14 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 		if _, ok := spec[name]; !ok {
 			return nil, nil, hcl.Diagnostics{errorAt(m.DeclRange, "Matrix cannot expand block", "The block step type has no %q argument.", name)}
 		}
+	}
+	perCell := reps[0]
+	if priming {
+		perCell++
+	}
+	if n := len(m.Arms) * len(concs) * perCell; n > maxMatrixInstances {
+		return nil, nil, hcl.Diagnostics{errorAt(m.DeclRange, "Matrix too large",
+			"This matrix expands to %d blocks (%d arms x %d concurrencies x %d per cell); the limit is %d.", n, len(m.Arms), len(concs), perCell, maxMatrixInstances)}
 	}
 	implied := hcldec.ImpliedType(spec)
 	var insts []*Instance
@@ -486,14 +509,26 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 			}
 		}
 	}
+	// armOf maps each arm target reference to its arm, once per matrix, so a matrix
+	// instance depends on its own arm's target and not on every arm's.
+	armOf := map[string]map[hcl.Range]string{}
+	for _, m := range p.Matrices {
+		ranges := map[hcl.Range]string{}
+		for _, a := range m.Arms {
+			for _, tr := range a.Target.Variables() {
+				ranges[tr.SourceRange()] = a.Name
+			}
+		}
+		armOf[m.ID()] = ranges
+	}
 	for _, inst := range p.Instances {
 		for _, r := range e.refs[inst.entity] {
 			if r.Entity == "each" || strings.HasPrefix(r.Entity, "var.") {
 				continue
 			}
 			if inst.Arm != "" {
-				// A matrix instance depends on its own arm's target, not every arm's.
-				if _, isData := e.entities[r.Entity].(*DataBlock); isData && !e.armUses(inst, r) {
+				arm, fromArm := armOf[inst.entity][r.Range]
+				if _, isData := e.entities[r.Entity].(*DataBlock); isData && fromArm && arm != inst.Arm {
 					continue
 				}
 			}
@@ -536,21 +571,6 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 		sort.Strings(inst.DependsOn)
 	}
 	return diags
-}
-
-// armUses reports whether a data reference of a matrix comes from this instance's arm
-// (or from a matrix-wide attribute), so blocks of one arm do not wait on another
-// arm's image build.
-func (e *evaluator) armUses(inst *Instance, r ref) bool {
-	m := e.entities[inst.entity].(*Matrix)
-	for _, a := range m.Arms {
-		for _, tr := range a.Target.Variables() {
-			if tr.SourceRange() == r.Range {
-				return a.Name == inst.Arm
-			}
-		}
-	}
-	return true
 }
 
 // Graph returns the instance dependency graph (edges run from a dependency to the

@@ -1,0 +1,60 @@
+package plans_test
+
+import (
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// specType is a test-only step type: a fixed body schema and output type.
+type specType struct {
+	spec hcldec.ObjectSpec
+	out  cty.Type
+}
+
+func (s specType) Spec() hcldec.ObjectSpec { return s.spec }
+func (s specType) OutputType() cty.Type    { return s.out }
+
+var _ plans.StepType = specType{}
+
+func attr(name string, ty cty.Type, required bool) *hcldec.AttrSpec {
+	return &hcldec.AttrSpec{Name: name, Type: ty, Required: required}
+}
+
+// testStepTypes is the registry every test in this package loads with. It mirrors the
+// shape of the real step types without importing them (steps/ depends on engine/).
+func testStepTypes() plans.StepTypes {
+	targetOnly := specType{
+		spec: hcldec.ObjectSpec{"target": attr("target", cty.DynamicPseudoType, true)},
+		out:  cty.Object(map[string]cty.Type{"identity": cty.String}),
+	}
+	return plans.StepTypes{
+		"block": specType{
+			spec: hcldec.ObjectSpec{
+				"target":      attr("target", cty.DynamicPseudoType, false),
+				"workload":    attr("workload", cty.DynamicPseudoType, false),
+				"concurrency": attr("concurrency", cty.Number, false),
+				"requests":    attr("requests", cty.Number, false),
+				"repetition":  attr("repetition", cty.Number, false),
+				"arm":         attr("arm", cty.String, false),
+				"cell":        attr("cell", cty.String, false),
+				"gates":       attr("gates", cty.DynamicPseudoType, false),
+			},
+			out: cty.Object(map[string]cty.Type{
+				"seconds_per_request": cty.Number,
+				"concurrency":         cty.Number,
+				"requests":            cty.Number,
+			}),
+		},
+		"freeze": specType{
+			spec: hcldec.ObjectSpec{"values": attr("values", cty.DynamicPseudoType, true)},
+			out:  cty.Object(map[string]cty.Type{"values": cty.DynamicPseudoType}),
+		},
+		"exec": specType{
+			spec: hcldec.ObjectSpec{"command": attr("command", cty.List(cty.String), true)},
+			out:  cty.Object(map[string]cty.Type{"exit_code": cty.Number}),
+		},
+		"deploy":  targetOnly,
+		"restore": targetOnly,
+	}
+}

@@ -1,0 +1,21 @@
+# want: "Duplicate arm name" line 18
+campaign "c" {
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+target "incumbent" {
+  endpoint = "http://127.0.0.1:8000"
+}
+matrix "m" {
+  workload    = "w"
+  concurrency = [1]
+  requests    = 8
+  arm "a" {
+    target = target.incumbent
+  }
+  arm "a" {
+    target = target.incumbent
+  }
+}

@@ -1,0 +1,11 @@
+# want: "Invalid duration" line 10
+campaign "c" {
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+step "exec" "a" {
+  command = ["true"]
+  timeout = "-5s"
+}

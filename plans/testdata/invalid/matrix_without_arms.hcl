@@ -1,0 +1,12 @@
+# want: "Matrix has no arms" line 8
+campaign "c" {
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+matrix "m" {
+  workload    = "w"
+  concurrency = [1]
+  requests    = 8
+}

@@ -1,0 +1,4 @@
+# want: "Missing campaign block" line 1
+step "exec" "a" {
+  command = ["true"]
+}

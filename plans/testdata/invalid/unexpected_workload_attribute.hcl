@@ -1,0 +1,11 @@
+# want: "Unsupported argument" line 10
+# detail: Valid arguments for workload blocks: api, corpus,
+campaign "c" {
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+workload "w" {
+  max_token = 2048
+}

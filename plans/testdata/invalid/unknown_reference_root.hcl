@@ -1,0 +1,11 @@
+# want: "Unknown reference" line 10
+# detail: References start with var., host., target., workload., gate., step., each.
+campaign "c" {
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+step "deploy" "a" {
+  target = resource.incumbent
+}

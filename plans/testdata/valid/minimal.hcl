@@ -1,0 +1,7 @@
+# The smallest campaign: no outage, one step.
+campaign "minimal" {
+}
+
+step "exec" "hello" {
+  command = ["echo", "hello"]
+}

@@ -1,0 +1,200 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
+)
+
+// API shapes.
+const (
+	APIChat        = "chat"
+	APICompletions = "completions"
+)
+
+// Load modes and arrival processes.
+const (
+	ModeClosed      = "closed"
+	ModeOpen        = "open"
+	ArrivalPoisson  = "poisson"
+	ArrivalConstant = "constant"
+)
+
+// ErrConfig wraps every configuration problem.
+var ErrConfig = errors.New("loadgen: invalid config")
+
+// Secret holds the API key. Its String, GoString and MarshalJSON redact it, so
+// printing or encoding a Config (by anyone, with any verb) cannot leak the key.
+type Secret string
+
+func (Secret) String() string   { return redacted }
+func (Secret) GoString() string { return `"` + redacted + `"` }
+
+// MarshalJSON implements json.Marshaler.
+func (Secret) MarshalJSON() ([]byte, error) { return json.Marshal(redacted) }
+
+const redacted = "[redacted]"
+
+// Workload is the request content and sampling of a block.
+type Workload struct {
+	Corpus         string // corpus kind, e.g. "synthetic-summary"
+	CorpusSeed     int64  // binds prompt content; never sent as an API seed
+	NominalContext int    // a budget; actual prompt ≈ 0.75 × this
+	Prefixes       string // "unique" or "repeated"
+
+	// Sampling fields: nil means omitted from the request body, so the server's
+	// pinned default applies (seed 000: an omitted field is not a client override).
+	MaxTokens       *int
+	Temperature     *float64
+	TopP            *float64
+	Seed            *int64
+	ReasoningEffort *string
+}
+
+// Config is one block.
+type Config struct {
+	Endpoint string // base URL, e.g. http://127.0.0.1:8000 (a trailing /v1 is accepted)
+	Model    string
+	APIKey   Secret // sent as "Authorization: Bearer"; omitted when empty
+	API      string // "chat" (default) or "completions"
+
+	Concurrency int    // connections and the ceiling on requests in flight
+	Requests    int    // exactly this many requests are planned and recorded
+	Mode        string // "closed" (default) or "open"
+	Rate        float64
+	Arrival     string // open loop: "poisson" (default) or "constant"
+	IDPrefix    string // request ID = IDPrefix + "/" + index
+
+	Timeout        time.Duration // block hard bound from the block clock start; 0 = none
+	RequestTimeout time.Duration // per request, from its send; 0 = none
+
+	Workload   Workload
+	Repetition int
+}
+
+// CorpusSpec is the corpus setting implied by the workload.
+func (c Config) CorpusSpec() corpus.Spec {
+	return corpus.Spec{Kind: c.Workload.Corpus, Seed: c.Workload.CorpusSeed, NominalContext: c.Workload.NominalContext, Prefixes: c.Workload.Prefixes}
+}
+
+// withDefaults fills the documented defaults.
+func (c Config) withDefaults() Config {
+	if c.API == "" {
+		c.API = APIChat
+	}
+	if c.Mode == "" {
+		c.Mode = ModeClosed
+	}
+	if c.Mode == ModeOpen && c.Arrival == "" {
+		c.Arrival = ArrivalPoisson
+	}
+	return c
+}
+
+// Validate reports every problem with c (after defaults), joined.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("endpoint %q: want an http or https base URL", c.Endpoint)
+	}
+	if c.Model == "" {
+		bad("model is empty")
+	}
+	if c.API != APIChat && c.API != APICompletions {
+		bad("api %q: want %q or %q", c.API, APIChat, APICompletions)
+	}
+	if c.Concurrency < 1 {
+		bad("concurrency %d: want >= 1", c.Concurrency)
+	}
+	if c.Requests < 1 {
+		bad("requests %d: want >= 1", c.Requests)
+	}
+	switch c.Mode {
+	case ModeClosed:
+	case ModeOpen:
+		if !(c.Rate > 0) {
+			bad("rate %v: open loop needs a positive request rate", c.Rate)
+		}
+		if c.Arrival != ArrivalPoisson && c.Arrival != ArrivalConstant {
+			bad("arrival %q: want %q or %q", c.Arrival, ArrivalPoisson, ArrivalConstant)
+		}
+	default:
+		bad("mode %q: want %q or %q", c.Mode, ModeClosed, ModeOpen)
+	}
+	if c.IDPrefix == "" {
+		bad("id prefix is empty: request IDs must be deterministic and attributable")
+	}
+	if c.Timeout < 0 || c.RequestTimeout < 0 {
+		bad("negative timeout")
+	}
+	if c.Repetition < 0 {
+		bad("repetition %d: want >= 0", c.Repetition)
+	}
+	if err := c.CorpusSpec().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+}
+
+// requestURL appends the API path to the base endpoint.
+func (c Config) requestURL() string {
+	base := strings.TrimRight(c.Endpoint, "/")
+	if !strings.HasSuffix(base, "/v1") {
+		base += "/v1"
+	}
+	if c.API == APICompletions {
+		return base + "/completions"
+	}
+	return base + "/chat/completions"
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// requestBody is the JSON body. Pointer fields with omitempty are left out when nil
+// and sent when set, even to a zero value (temperature 0 is a real setting).
+type requestBody struct {
+	Model           string           `json:"model"`
+	Messages        []corpus.Message `json:"messages,omitempty"`
+	Prompt          *string          `json:"prompt,omitempty"`
+	Stream          bool             `json:"stream"`
+	StreamOptions   streamOptions    `json:"stream_options"`
+	MaxTokens       *int             `json:"max_tokens,omitempty"`
+	Temperature     *float64         `json:"temperature,omitempty"`
+	TopP            *float64         `json:"top_p,omitempty"`
+	Seed            *int64           `json:"seed,omitempty"`
+	ReasoningEffort *string          `json:"reasoning_effort,omitempty"`
+}
+
+// buildBody renders the request body of one request.
+func (c Config) buildBody(index int) ([]byte, error) {
+	p, err := corpus.Generate(c.CorpusSpec(), index, c.Repetition)
+	if err != nil {
+		return nil, err
+	}
+	w := c.Workload
+	b := requestBody{
+		Model: c.Model, Stream: true, StreamOptions: streamOptions{IncludeUsage: true},
+		MaxTokens: w.MaxTokens, Temperature: w.Temperature, TopP: w.TopP, Seed: w.Seed, ReasoningEffort: w.ReasoningEffort,
+	}
+	if c.API == APICompletions {
+		b.Prompt = &p.Text
+	} else {
+		b.Messages = p.Messages
+	}
+	return json.Marshal(b)
+}
+
+// RequestID is the deterministic ID of request index.
+func (c Config) RequestID(index int) string { return fmt.Sprintf("%s/%d", c.IDPrefix, index) }

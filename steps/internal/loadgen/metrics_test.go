@@ -1,0 +1,133 @@
+package loadgen
+
+import (
+	"math"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9*math.Max(1, math.Abs(b)) }
+
+func TestFormulas(t *testing.T) {
+	cases := map[string]struct {
+		got    func() (float64, bool)
+		want   float64
+		wantOK bool
+	}{
+		// Seed 003: prompt 7682 at TTFO ~840 ms is ~9.1K tok/s effective prefill.
+		"effective prefill seed 003": {func() (float64, bool) { return EffectivePrefill(7682, 840) }, 7682 / 0.84, true},
+		"effective prefill no ttfo":  {func() (float64, bool) { return EffectivePrefill(7682, 0) }, 0, false},
+		// (5000 − 1000) ms over 400 tokens after the first = 10 ms.
+		"capacity tpot":              {func() (float64, bool) { return CapacityTPOT(5000, 1000, 401) }, 10, true},
+		"tpot needs two tokens":      {func() (float64, bool) { return CapacityTPOT(5000, 1000, 1) }, 0, false},
+		"tpot needs a positive span": {func() (float64, bool) { return CapacityTPOT(1000, 1000, 5) }, 0, false},
+		"ttfo from schedule": {func() (float64, bool) {
+			return TTFOMillis(Record{ScheduledAtMS: f(100), SendAtMS: f(130), TTFOAtMS: f(940)})
+		}, 840, true},
+		"visible ttft": {func() (float64, bool) {
+			return VisibleTTFTMillis(Record{ScheduledAtMS: f(100), TTFTVisibleAtMS: f(3751.5)})
+		}, 3651.5, true},
+		"e2e is end minus scheduled, not send": {func() (float64, bool) {
+			return E2EMillis(Record{ScheduledAtMS: f(100), SendAtMS: f(400), EndAtMS: f(4551.5)})
+		}, 4451.5, true},
+		"e2e absent without end": {func() (float64, bool) { return E2EMillis(Record{ScheduledAtMS: f(1)}) }, 0, false},
+		// Seed 003 c1 row: tpot 12.8747 ms <-> decode 77.669 tok/s.
+		"decode is 1000/tpot": {func() (float64, bool) {
+			return DecodeTokPerS(Record{TTFOAtMS: f(1000), LastTokenAtMS: f(1000 + 12.874706748010258*228), Usage: &Usage{CompletionTokens: 229}})
+		}, 1000 / 12.874706748010258, true},
+		"prefill from record": {func() (float64, bool) {
+			return EffectivePrefillTokPerS(Record{ScheduledAtMS: f(0), TTFOAtMS: f(1516.1379399942234), Usage: &Usage{PromptTokens: 7682}})
+		}, 7682 / 1.5161379399942234, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := tc.got()
+			if ok != tc.wantOK || (ok && !near(got, tc.want)) {
+				t.Errorf("got %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+	if v, _ := EffectivePrefill(7682, 840); math.Round(v) != 9145 {
+		t.Errorf("7682 / 0.840 s = %.1f, want ≈ 9145", v)
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	cases := map[string]struct {
+		xs            []float64
+		p50, p95, p99 float64
+	}{
+		"odd count":      {[]float64{5, 1, 4, 2, 3}, 3, 4.8, 4.96},
+		"two samples":    {[]float64{20, 10}, 15, 19.5, 19.9},
+		"single sample":  {[]float64{7}, 7, 7, 7},
+		"1..100":         {seq(100), 50.5, 95.05, 99.01},
+		"ties preserved": {[]float64{1, 1, 1, 10}, 1, 8.65, 9.73},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := Summarise(tc.xs)
+			if d.Samples != len(tc.xs) || !near(*d.P50, tc.p50) || !near(*d.P95, tc.p95) || !near(*d.P99, tc.p99) {
+				t.Errorf("got n=%d p50 %v p95 %v p99 %v; want %v %v %v", d.Samples, *d.P50, *d.P95, *d.P99, tc.p50, tc.p95, tc.p99)
+			}
+			if d.Descriptive != (len(tc.xs) < 100) {
+				t.Errorf("descriptive = %v with %d samples", d.Descriptive, len(tc.xs))
+			}
+		})
+	}
+	if d := Summarise(nil); d.Samples != 0 || d.P50 != nil || !d.Descriptive {
+		t.Errorf("empty: %+v, want null percentiles", d)
+	}
+	if !Summarise(seq(99)).Descriptive || Summarise(seq(100)).Descriptive {
+		t.Error("descriptive must flip exactly at 100 samples")
+	}
+}
+
+func seq(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(i + 1)
+	}
+	return out
+}
+
+func TestBlockFigures(t *testing.T) {
+	recs := []Record{
+		{Concurrency: 4, Outcome: OK, ScheduledAtMS: f(0), SendAtMS: f(0), EndAtMS: f(4000), Usage: &Usage{CompletionTokens: 300}},
+		{Concurrency: 4, Outcome: OK, ScheduledAtMS: f(0), SendAtMS: f(1), EndAtMS: f(6000), Usage: &Usage{CompletionTokens: 200}},
+		// reasoning-only length exhaustion: its tokens were generated, so they count
+		{Concurrency: 4, Outcome: NoVisibleOutput, ScheduledAtMS: f(4000), SendAtMS: f(4000), EndAtMS: f(10000), Usage: &Usage{CompletionTokens: 100}},
+		{Concurrency: 4, Outcome: HTTPError, ScheduledAtMS: f(6000), SendAtMS: f(6000), EndAtMS: f(6002)},
+	}
+	res := Summarize(recs)
+	if !near(res.WallS, 10) || !near(res.AggregateOutputTokS, 60) {
+		t.Errorf("wall %v s, aggregate %v tok/s; want 10 and 600/10 = 60", res.WallS, res.AggregateOutputTokS)
+	}
+	// Seed 001: pilot of 16 requests at C4 taking 12 s -> ceil(120 / (12/16)) = 160.
+	if spr := SecondsPerRequest(12, 16); !near(120/spr, 160) {
+		t.Errorf("120/seconds_per_request = %v, want 160", 120/spr)
+	}
+	if !near(res.SecondsPerRequest, 2.5) || !near(res.SlotSecondsPerRequest, 10) {
+		t.Errorf("seconds_per_request %v slot %v; want 10/4 = 2.5 and 2.5×4 = 10", res.SecondsPerRequest, res.SlotSecondsPerRequest)
+	}
+	if res.MaxConcurrencyObserved != 2 {
+		t.Errorf("max concurrency = %d, want 2 (request 3 starts when request 1 ends)", res.MaxConcurrencyObserved)
+	}
+	if res.Outcomes[Timeout] != 0 || len(res.Outcomes) != len(Outcomes()) {
+		t.Errorf("outcome table %v must list every class", res.Outcomes)
+	}
+	if res.Successes.E2EMS.Samples != 2 || !near(*res.Successes.E2EMS.P50, 5000) || res.Failures.E2EMS.Samples != 2 {
+		t.Errorf("success e2e %+v / failure samples %d", res.Successes.E2EMS, res.Failures.E2EMS.Samples)
+	}
+}
+
+func TestMaxConcurrency(t *testing.T) {
+	recs := []Record{
+		{SendAtMS: f(0), EndAtMS: f(10)},
+		{SendAtMS: f(10), EndAtMS: f(20)}, // back-to-back: not overlapping
+		{SendAtMS: f(5), EndAtMS: f(15)},
+		{SendAtMS: f(6)}, // cancelled without end: in flight to the end
+		{},               // never sent
+	}
+	if got := MaxConcurrency(recs); got != 3 {
+		t.Errorf("MaxConcurrency = %d, want 3", got)
+	}
+}

@@ -1,0 +1,259 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sentinel errors, checked with errors.Is.
+var (
+	// ErrBlockBound: the block hard bound (Config.Timeout) was hit before every
+	// request finished. The Result is still returned, with Incomplete set.
+	ErrBlockBound = errors.New("loadgen: block hard bound exceeded")
+	// ErrWarmup: the connection pool could not be opened; nothing was sent.
+	ErrWarmup = errors.New("loadgen: connection warm-up failed")
+	// ErrWrite: a record could not be written to the output.
+	ErrWrite = errors.New("loadgen: writing requests.jsonl")
+)
+
+// Run executes one block and writes one JSON line per request to out as each
+// request finishes (unsent requests are written at the end). It returns the Result
+// whenever the block started, also together with ErrBlockBound, a context error or
+// ErrWrite; it returns a nil Result only when the config is invalid or the warm-up
+// failed, in which case nothing was sent.
+func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	// Everything that costs CPU and does not need the clock happens first: prompts
+	// are generated and encoded before the block starts.
+	bodies := make([][]byte, cfg.Requests)
+	for i := range bodies {
+		b, err := cfg.buildBody(i)
+		if err != nil {
+			return nil, fmt.Errorf("%w: request %d: %w", ErrConfig, i, err)
+		}
+		bodies[i] = b
+	}
+	var offsets []time.Duration
+	if cfg.Mode == ModeOpen {
+		offsets = arrivals(cfg)
+	}
+
+	p, err := newPool(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.warmUp(ctx, cfg.Concurrency); err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		Proxy:               nil, // never route measurement traffic through an ambient proxy
+		MaxConnsPerHost:     cfg.Concurrency,
+		MaxIdleConns:        cfg.Concurrency,
+		MaxIdleConnsPerHost: cfg.Concurrency,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // a gzip layer would buffer and delay the stream
+		ForceAttemptHTTP2:   false,
+		ReadBufferSize:      64 << 10,
+		WriteBufferSize:     64 << 10,
+	}
+	tr.DialContext = p.dial    // http
+	tr.DialTLSContext = p.dial // https: the pool already did the handshake
+	defer p.close()
+	defer tr.CloseIdleConnections()
+
+	r := &runner{
+		cfg:     cfg,
+		client:  &http.Client{Transport: tr},
+		url:     cfg.requestURL(),
+		bodies:  bodies,
+		out:     out,
+		records: make([]Record, cfg.Requests),
+		filled:  make([]bool, cfg.Requests),
+	}
+
+	// The block clock: one time.Now gives both the UTC anchor and the monotonic
+	// origin, so the anchor is exact at offset 0.
+	now := time.Now()
+	r.origin = now
+	anchors := &Anchors{Before: Anchor{UTC: now.UTC().Round(0), MonoMS: 0}}
+	blockCtx, cancel := context.WithCancel(ctx)
+	if cfg.Timeout > 0 {
+		blockCtx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+	}
+	defer cancel()
+	r.blockCtx = blockCtx
+
+	if cfg.Mode == ModeOpen {
+		r.openLoop(offsets)
+	} else {
+		r.closedLoop()
+	}
+	// Requests never sent still get a record: the outcome table must sum to
+	// Requests whatever happened.
+	for i := range r.records {
+		if !r.filled[i] {
+			rec := r.base(i)
+			if offsets != nil && offsets[i] <= time.Since(r.origin) {
+				rec.ScheduledAtMS = r.at(r.origin.Add(offsets[i]))
+			}
+			rec.Outcome = Cancelled
+			rec.Error = "not sent: " + r.cancelReason()
+			r.finish(i, rec)
+		}
+	}
+	after := time.Now()
+	anchors.After = Anchor{UTC: after.UTC().Round(0), MonoMS: durMS(after.Sub(r.origin))}
+
+	res := Summarize(r.records)
+	res.Concurrency = cfg.Concurrency
+	res.SlotSecondsPerRequest = SlotSecondsPerRequest(res.WallS, res.Requests, cfg.Concurrency)
+	res.Anchors = anchors
+	d := p.snapshot()
+	res.Dial = &d
+
+	var errs []error
+	if res.Incomplete {
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("loadgen: block cancelled: %w", ctx.Err()))
+		} else {
+			errs = append(errs, fmt.Errorf("%w: %s after %s", ErrBlockBound, cfg.Timeout, time.Since(r.origin).Round(time.Millisecond)))
+		}
+	}
+	if r.writeErr != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrWrite, r.writeErr))
+	}
+	return &res, errors.Join(errs...)
+}
+
+// arrivals returns the open-loop send offsets. They are deterministic (seeded by the
+// corpus seed and repetition) so a rerun replays the same schedule.
+func arrivals(cfg Config) []time.Duration {
+	rng := rand.New(rand.NewPCG(uint64(cfg.Workload.CorpusSeed), uint64(cfg.Repetition)))
+	out := make([]time.Duration, cfg.Requests)
+	var t float64 // seconds
+	for i := range out {
+		out[i] = time.Duration(t * float64(time.Second))
+		if cfg.Arrival == ArrivalConstant {
+			t = float64(i+1) / cfg.Rate
+		} else {
+			t += rng.ExpFloat64() / cfg.Rate
+		}
+	}
+	return out
+}
+
+type runner struct {
+	cfg      Config
+	client   *http.Client
+	url      string
+	bodies   [][]byte
+	origin   time.Time
+	blockCtx context.Context
+
+	mu       sync.Mutex // guards out, writeErr, records, filled
+	out      io.Writer
+	writeErr error
+	records  []Record
+	filled   []bool
+}
+
+// closedLoop runs Concurrency workers; each sends its next request as soon as its
+// previous one is done, until exactly Requests have been claimed.
+func (r *runner) closedLoop() {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range r.cfg.Concurrency {
+		wg.Go(func() {
+			for r.blockCtx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= r.cfg.Requests {
+					return
+				}
+				r.finish(i, r.do(i, time.Now()))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// openLoop dispatches request i at origin+offsets[i], with at most Concurrency in
+// flight. A request that waits for a free slot keeps its scheduled time, so the wait
+// shows up as schedule lag and in its latencies.
+func (r *runner) openLoop(offsets []time.Duration) {
+	slots := make(chan struct{}, r.cfg.Concurrency)
+	var wg sync.WaitGroup
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+dispatch:
+	for i, off := range offsets {
+		sched := r.origin.Add(off)
+		if wait := time.Until(sched); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-r.blockCtx.Done():
+				break dispatch
+			}
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-r.blockCtx.Done():
+			break dispatch
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r.finish(i, r.do(i, sched))
+		})
+	}
+	wg.Wait()
+}
+
+// finish stores a record and writes it out.
+func (r *runner) finish(i int, rec Record) {
+	line, err := json.Marshal(rec)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records[i] = rec
+	r.filled[i] = true
+	if err == nil {
+		_, err = r.out.Write(append(line, '\n'))
+	}
+	if err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
+}
+
+func (r *runner) cancelReason() string {
+	if errors.Is(context.Cause(r.blockCtx), context.DeadlineExceeded) {
+		return "block hard bound reached"
+	}
+	return "block cancelled"
+}
+
+func (r *runner) base(i int) Record {
+	return Record{
+		ID: r.cfg.RequestID(i), Index: i, Repetition: r.cfg.Repetition,
+		Concurrency: r.cfg.Concurrency, NominalContext: r.cfg.Workload.NominalContext,
+	}
+}
+
+// at converts a monotonic instant to a block offset in ms.
+func (r *runner) at(t time.Time) *float64 {
+	v := durMS(t.Sub(r.origin))
+	return &v
+}

@@ -1,0 +1,222 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWireCases runs one request per case against a real socket and a server that
+// emits raw SSE bytes, and checks the outcome and what was recorded.
+func TestWireCases(t *testing.T) {
+	big := strings.Repeat("x", 2<<20)
+	type want struct {
+		outcome    Outcome
+		status     int
+		chunks     int // parsed JSON chunks, -1 = don't check
+		content    int
+		reasoning  int
+		usage      bool
+		finish     string
+		ttfo, ttft bool // present?
+		errHas     string
+	}
+	cases := map[string]struct {
+		handler        http.HandlerFunc
+		requestTimeout time.Duration
+		want           want
+		check          func(t *testing.T, r Record)
+	}{
+		"well-formed stream": {
+			handler: script(okStream(3)),
+			want:    want{outcome: OK, status: 200, chunks: 6, content: 3, usage: true, finish: "stop", ttfo: true, ttft: true},
+			check: func(t *testing.T, r Record) {
+				if r.Usage.PromptTokens != 190 || r.Usage.CompletionTokens != 3 || *r.Usage.CachedTokens != 16 || *r.Usage.ReasoningTokens != 2 {
+					t.Errorf("usage = %+v", *r.Usage)
+				}
+			},
+		},
+		"events split across writes": {
+			handler: splitWrites(okStream(4), 7),
+			want:    want{outcome: OK, status: 200, chunks: 7, content: 4, usage: true, finish: "stop", ttfo: true, ttft: true},
+		},
+		"merged events in one write": {
+			handler: script(okStream(5)),
+			want:    want{outcome: OK, status: 200, chunks: 8, content: 5, usage: true, finish: "stop", ttfo: true, ttft: true},
+			check: func(t *testing.T, r Record) {
+				// One write, one read: the first and last token share a stamp.
+				if *r.TTFOAtMS != *r.LastTokenAtMS {
+					t.Errorf("ttfo %v != last_token %v for events from one read", *r.TTFOAtMS, *r.LastTokenAtMS)
+				}
+			},
+		},
+		"2 MB event": {
+			handler: script(roleChunk, contentChunk(big), finishChunk("stop"), usageChunk(190, 1), doneEvent),
+			want:    want{outcome: OK, status: 200, chunks: 4, content: 1, usage: true, finish: "stop", ttfo: true, ttft: true},
+		},
+		"comments and pings": {
+			handler: script(": ping\n\n", roleChunk, ":keep-alive\n\n", contentChunk("a"), ": ping\n\n", finishChunk("stop"), usageChunk(190, 1), doneEvent),
+			want:    want{outcome: OK, status: 200, chunks: 4, content: 1, usage: true, finish: "stop", ttfo: true, ttft: true},
+		},
+		"multi-line data field": {
+			handler: script(roleChunk, "data: {\"choices\":[{\"index\":0,\n", "data: \"delta\":{\"content\":\"a\"}}]}\n\n", finishChunk("stop"), usageChunk(190, 1), doneEvent),
+			want:    want{outcome: OK, status: 200, chunks: 4, content: 1, usage: true, finish: "stop", ttfo: true, ttft: true},
+		},
+		"role chunk is not a token": {
+			handler: script(roleChunk, pause(80*time.Millisecond), contentChunk("a"), contentChunk("b"), finishChunk("stop"), usageChunk(190, 2), doneEvent),
+			want:    want{outcome: OK, status: 200, chunks: 5, content: 2, usage: true, finish: "stop", ttfo: true, ttft: true},
+			check: func(t *testing.T, r Record) {
+				if gap := *r.TTFOAtMS - *r.FirstByteAtMS; gap < 70 {
+					t.Errorf("ttfo − first_byte = %.1f ms; the role-only chunk must not set TTFO", gap)
+				}
+			},
+		},
+		"usage-only chunk does not move last token": {
+			handler: script(roleChunk, contentChunk("a"), contentChunk("b"), finishChunk("length"), pause(80*time.Millisecond), usageChunk(190, 2), doneEvent),
+			want:    want{outcome: OK, status: 200, chunks: 5, content: 2, usage: true, finish: "length", ttfo: true, ttft: true},
+			check: func(t *testing.T, r Record) {
+				if gap := *r.EndAtMS - *r.LastTokenAtMS; gap < 70 {
+					t.Errorf("end − last_token = %.1f ms; the usage chunk must not be a token", gap)
+				}
+			},
+		},
+		"reasoning before content: TTFO precedes visible TTFT": {
+			handler: script(roleChunk, reasoningChunk("reasoning_content", "think"), pause(80*time.Millisecond), reasoningChunk("reasoning", "more"), contentChunk("a"), finishChunk("stop"), usageChunk(190, 3), doneEvent),
+			want:    want{outcome: OK, status: 200, chunks: 6, content: 1, reasoning: 2, usage: true, finish: "stop", ttfo: true, ttft: true},
+			check: func(t *testing.T, r Record) {
+				if gap := *r.TTFTVisibleAtMS - *r.TTFOAtMS; gap < 70 {
+					t.Errorf("visible ttft − ttfo = %.1f ms, want ≥ 70 (reasoning counts for TTFO only)", gap)
+				}
+			},
+		},
+		"tool_calls are visible output": {
+			handler: script(roleChunk, ev(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}`), finishChunk("tool_calls"), usageChunk(190, 5), doneEvent),
+			want:    want{outcome: OK, status: 200, chunks: 4, content: 1, usage: true, finish: "tool_calls", ttfo: true, ttft: true},
+		},
+		"reasoning-only length exhaustion": {
+			handler: script(roleChunk, reasoningChunk("reasoning", "a"), reasoningChunk("reasoning", "b"), finishChunk("length"), usageChunk(190, 2048), doneEvent),
+			want:    want{outcome: NoVisibleOutput, status: 200, chunks: 5, reasoning: 2, usage: true, finish: "length", ttfo: true, errHas: "no visible token"},
+		},
+		"in-band error object": {
+			handler: script(roleChunk, contentChunk("a"), ev(`{"error":{"message":"boom","type":"InternalServerError","code":500}}`), doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 3, content: 1, ttfo: true, ttft: true, errHas: "boom"},
+		},
+		"event: error": {
+			handler: script(roleChunk, "event: error\ndata: {\"message\":\"overloaded\"}\n\n", doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 1, errHas: "overloaded"},
+		},
+		"missing usage": {
+			handler: script(roleChunk, contentChunk("a"), finishChunk("stop"), doneEvent),
+			want:    want{outcome: MissingTerminalMetadata, status: 200, chunks: 3, content: 1, finish: "stop", ttfo: true, ttft: true, errHas: "usage"},
+		},
+		"missing finish_reason": {
+			handler: script(roleChunk, contentChunk("a"), usageChunk(190, 1), doneEvent),
+			want:    want{outcome: MissingTerminalMetadata, status: 200, chunks: 3, content: 1, usage: true, ttfo: true, ttft: true, errHas: "finish_reason"},
+		},
+		"stream ends without [DONE]": {
+			handler: script(roleChunk, contentChunk("a"), finishChunk("stop"), usageChunk(190, 1)),
+			want:    want{outcome: StreamError, status: 200, chunks: 4, content: 1, usage: true, finish: "stop", ttfo: true, ttft: true, errHas: "before [DONE]"},
+		},
+		"connection cut mid-event": {
+			handler: cutConnection,
+			want:    want{outcome: StreamError, status: 200, chunks: 2, content: 1, ttfo: true, ttft: true, errHas: "before [DONE]"},
+		},
+		"malformed chunk": {
+			handler: script(roleChunk, ev(`{"choices":[`), doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 1, errHas: "malformed"},
+		},
+		"non-200 2xx is accepted": {
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusNonAuthoritativeInfo)
+				script(okStream(2))(w, r)
+			},
+			want: want{outcome: OK, status: 203, chunks: 5, content: 2, usage: true, finish: "stop", ttfo: true, ttft: true},
+		},
+		"500 is an http error": {
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, `{"error":{"message":"engine dead"}}`, 500)
+			},
+			want: want{outcome: HTTPError, status: 500, chunks: 0, errHas: "engine dead"},
+		},
+		"hang after headers times out": {
+			handler:        hang(roleChunk),
+			requestTimeout: 200 * time.Millisecond,
+			want:           want{outcome: Timeout, status: 200, chunks: 1, errHas: "request timeout"},
+			check: func(t *testing.T, r Record) {
+				if e2e, _ := E2EMillis(r); e2e < 190 {
+					t.Errorf("e2e = %.1f ms, want ≥ the 200 ms timeout", e2e)
+				}
+			},
+		},
+		"hang before headers times out": {
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				<-r.Context().Done()
+			},
+			requestTimeout: 200 * time.Millisecond,
+			want:           want{outcome: Timeout, status: 0, chunks: 0, errHas: "request timeout"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			checkLeaks(t)
+			srv := server(t, tc.handler)
+			cfg := testConfig(srv.URL)
+			if tc.requestTimeout > 0 {
+				cfg.RequestTimeout = tc.requestTimeout
+			}
+			var out bytes.Buffer
+			res, err := Run(context.Background(), cfg, &out)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			recs, err := ReadRecords(&out)
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("records: %v, %d lines", err, len(recs))
+			}
+			r := recs[0]
+			w := tc.want
+			if r.Outcome != w.outcome || res.Outcomes[w.outcome] != 1 {
+				t.Errorf("outcome = %s (%s), want %s", r.Outcome, r.Error, w.outcome)
+			}
+			if r.HTTPStatus != w.status {
+				t.Errorf("http_status = %d, want %d", r.HTTPStatus, w.status)
+			}
+			if w.chunks >= 0 && (r.Chunks != w.chunks || r.ContentChunks != w.content || r.ReasoningChunks != w.reasoning) {
+				t.Errorf("chunks/content/reasoning = %d/%d/%d, want %d/%d/%d", r.Chunks, r.ContentChunks, r.ReasoningChunks, w.chunks, w.content, w.reasoning)
+			}
+			if (r.Usage != nil) != w.usage {
+				t.Errorf("usage present = %v, want %v", r.Usage != nil, w.usage)
+			}
+			if got := deref(r.FinishReason); got != w.finish {
+				t.Errorf("finish_reason = %q, want %q", got, w.finish)
+			}
+			if (r.TTFOAtMS != nil) != w.ttfo || (r.TTFTVisibleAtMS != nil) != w.ttft {
+				t.Errorf("ttfo present %v, ttft present %v; want %v, %v", r.TTFOAtMS != nil, r.TTFTVisibleAtMS != nil, w.ttfo, w.ttft)
+			}
+			if !strings.Contains(r.Error, w.errHas) || (w.errHas == "" && r.Error != "") {
+				t.Errorf("error = %q, want it to contain %q", r.Error, w.errHas)
+			}
+			if r.EndAtMS == nil || r.SendAtMS == nil || *r.EndAtMS < *r.SendAtMS {
+				t.Errorf("send %v end %v: every sent request needs an end after its send", r.SendAtMS, r.EndAtMS)
+			}
+			if r.ID != "blk/0" {
+				t.Errorf("id = %q", r.ID)
+			}
+			if tc.check != nil {
+				tc.check(t, r)
+			}
+		})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,36 @@
+// Package sim is rigor's simulated serving stack: an OpenAI-compatible streaming LLM
+// server with a batch-aware timing model, a real prefix cache, vLLM-named Prometheus
+// metrics, fault injection, and a small container runtime (the runtime = "sim"
+// counterpart of Docker) that starts, stops, restarts and OOM-kills such servers.
+//
+// It exists so that a campaign (and every test of the engine) can run end to end on any
+// machine, and so that the seed campaign's numbers come out of a model rather than out of
+// canned responses: TTFT grows with uncached prompt tokens and with queueing behind other
+// prefills, TPOT grows with the running batch, cached_tokens is what the cache really
+// reused, and a failure is visible on the wire exactly as a real server would show it.
+//
+// Invariants:
+//   - A token is what package tokens says it is (a whitespace-separated word), for
+//     prompts, for the prefix cache's blocks and for generated text: tokens.Count over the
+//     streamed reasoning plus content equals usage.completion_tokens.
+//   - Everything random (output length, reasoning share, generated words, timing jitter,
+//     fault decisions) comes from a per-request RNG derived from Config.Seed and the
+//     X-Request-Id header (or the prompt when there is none), so a rerun with the same
+//     request IDs streams the same words and hits the same faults. Only the timing depends
+//     on when requests really arrive.
+//   - Each chunk is sent at or after its modelled due time, and due times are computed
+//     from the previous due time, never from when the previous write happened, so timer
+//     lateness does not accumulate. When the server falls behind (tiny TimeScale, heavy
+//     load), chunks that are already due are written together and flushed once.
+//   - Profiles "incumbent" and "flare" reproduce seed 002's C1 and C4 TTFT and TPOT
+//     medians for ~7.7K-token unique prompts within 10%; Predict computes the same model in
+//     virtual time, without sleeping, and the tests hold it to that.
+//   - Server.Close and Running.Close return only after every handler has returned,
+//     including hung ones.
+//
+// Out of scope: real tokenisation and sampling (temperature, top_p and seed are accepted
+// and validated, and seed only selects the RNG stream), preemption (KV space for prompt
+// plus max_tokens is reserved at admission, so vllm:num_preemptions_total stays 0),
+// caching of generated tokens, tool calls, n > 1, logprobs, HTTP/2-specific behaviour, GPU
+// telemetry (power, clocks) and the scheduler-trace capture endpoint.
+package sim
