@@ -10,6 +10,7 @@ require (
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
+	github.com/rogpeppe/go-internal v1.16.0
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/cobra v1.10.2
 	github.com/zclconf/go-cty v1.20.0

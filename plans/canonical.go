@@ -120,6 +120,7 @@ func (i *Instance) canonical() map[string]any {
 		"depends_on": deps,
 		"meta":       meta,
 		"config":     CanonicalValue(i.Config),
+		"source":     i.source,
 	}
 	if i.Cell != "" {
 		out["arm"] = i.Arm

@@ -35,6 +35,7 @@ type Instance struct {
 
 	outputType cty.Type
 	entity     string
+	source     string // digest of the defining source; see sourceDigests
 	evalConfig func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 }
 
@@ -106,6 +107,10 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 		return diags
 	}
 	p.Instances = ordered
+	digests := e.sourceDigests()
+	for _, inst := range p.Instances {
+		inst.source = digests[inst.entity]
+	}
 	// Evaluate every configuration once at plan time: type errors surface now, and
 	// the canonical plan shows what is known and what waits for which step.
 	ctx, d := p.Context(nil)

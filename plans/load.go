@@ -235,14 +235,9 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 		diags = append(diags, cd...)
 		p.Campaign = c
 	}
-	if diags.HasErrors() {
-		return diags
-	}
-	vd := p.assignVariables(opts)
-	diags = append(diags, vd...)
-	if diags.HasErrors() {
-		return diags
-	}
+	// Keep going after block-level errors so that one run reports reference
+	// problems too; only expansion needs a clean slate.
+	diags = append(diags, p.assignVariables(opts)...)
 	ev, ed := newEvaluator(p, opts.StepTypes)
 	diags = append(diags, ed...)
 	if diags.HasErrors() {

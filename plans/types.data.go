@@ -11,6 +11,7 @@ type DataBlock struct {
 	Name      string
 	Attrs     hcl.Attributes
 	DeclRange hcl.Range
+	SrcRange  hcl.Range // the whole block, for the source digest
 }
 
 // ID is how references name the block, e.g. "target.incumbent".
@@ -66,5 +67,5 @@ func decodeDataBlock(b *hcl.Block) (*DataBlock, hcl.Diagnostics) {
 			})
 		}
 	}
-	return &DataBlock{Kind: b.Type, Name: b.Labels[0], Attrs: content.Attributes, DeclRange: b.DefRange}, diags
+	return &DataBlock{Kind: b.Type, Name: b.Labels[0], Attrs: content.Attributes, DeclRange: b.DefRange, SrcRange: blockRange(b)}, diags
 }

@@ -15,6 +15,7 @@ type Matrix struct {
 	Name      string
 	Order     int
 	DeclRange hcl.Range
+	SrcRange  hcl.Range
 	Attrs     hcl.Attributes
 	Arms      []*Arm
 }
@@ -44,7 +45,7 @@ var armSchema = &hcl.BodySchema{
 }
 
 func decodeMatrix(b *hcl.Block, order int) (*Matrix, hcl.Diagnostics) {
-	m := &Matrix{Name: b.Labels[0], Order: order, DeclRange: b.DefRange}
+	m := &Matrix{Name: b.Labels[0], Order: order, DeclRange: b.DefRange, SrcRange: blockRange(b)}
 	content, diags := b.Body.Content(matrixSchema)
 	diags = listValid(diags, "matrix", schemaNames(matrixSchema))
 	if content == nil {

@@ -47,6 +47,7 @@ type StepBlock struct {
 	Type, Name string
 	Order      int
 	DeclRange  hcl.Range
+	SrcRange   hcl.Range
 	ForEach    hcl.Expression
 	MetaAttrs  hcl.Attributes
 	Body       hcl.Body // the type-specific remainder, decoded with the type's Spec
@@ -57,7 +58,7 @@ type StepBlock struct {
 func (s *StepBlock) ID() string { return "step." + s.Type + "." + s.Name }
 
 func decodeStepBlock(b *hcl.Block, types StepTypes, order int) (*StepBlock, hcl.Diagnostics) {
-	s := &StepBlock{Type: b.Labels[0], Name: b.Labels[1], Order: order, DeclRange: b.DefRange}
+	s := &StepBlock{Type: b.Labels[0], Name: b.Labels[1], Order: order, DeclRange: b.DefRange, SrcRange: blockRange(b)}
 	var diags hcl.Diagnostics
 	st, ok := types[s.Type]
 	if !ok {

@@ -159,4 +159,3 @@ func firstLine(s string) string {
 	}
 	return s
 }
-

@@ -46,7 +46,13 @@ func writeDiags(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics) 
 		color = true
 	}
 	dw := hcl.NewDiagnosticTextWriter(w, files, 100, color)
-	_ = dw.WriteDiagnostics(diags)
+	for _, d := range diags {
+		// A file:line:col prefix first, so editors and grep can jump to it.
+		if d.Subject != nil {
+			fmt.Fprintf(w, "%s:%d:%d: %s\n", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, d.Summary)
+		}
+		_ = dw.WriteDiagnostic(d)
+	}
 }
 
 func newPlanCmd(g *globals) *cobra.Command {
