@@ -73,8 +73,15 @@ func newRoot(g *globals) *cobra.Command {
 		return &exitError{code: 2, msg: fmt.Sprintf("%v (see `%s --help`)", err, cmd.CommandPath())}
 	})
 	root.AddCommand(newPlanCmd(g), newStatusCmd(g), newVerifyCmd(g), newSimCmd(g))
+	for _, add := range extraCommands {
+		root.AddCommand(add(g))
+	}
 	return root
 }
+
+// extraCommands lets each command file register itself from init, so commands can
+// be added without touching this file.
+var extraCommands []func(*globals) *cobra.Command
 
 func (g *globals) setupLog() error {
 	lvl, err := zerolog.ParseLevel(g.logLevel)
