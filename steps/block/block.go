@@ -73,6 +73,10 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if res != nil {
 		return *res
 	}
+	gpu, res := startGPU(ctx, sc, cfg, gates)
+	if res != nil {
+		return *res
+	}
 	if snap, err := promscrape.Scrape(ctx, t.Metrics); err == nil {
 		_ = os.WriteFile(sc.Path("native-before.prom"), snap.Raw, 0o644)
 		before.metrics = snap
@@ -92,7 +96,11 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if err := writeJSON(sc.Path("result.json"), result); err != nil {
 		return engine.Failed(engine.ClassInternal, "write result.json: %v", err)
 	}
+	gpuRes := gpu.finish()
 	after := afterBlock(sc, t, before)
+	if after == nil {
+		after = gpuRes
+	}
 	outputs := outputsOf(result)
 	failed := result.Requests - result.Outcomes[loadgen.OK]
 	sc.Log.Info().Int("ok", result.Outcomes[loadgen.OK]).Int("failed", failed).
