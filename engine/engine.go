@@ -102,6 +102,7 @@ type run struct {
 	outageOpen   bool
 	outageBegin  time.Time
 	frozenHashes map[string]string
+	planArts     []ManifestEntry
 }
 
 // Apply runs a plan against a state directory: it freezes the plan on first use,
@@ -780,7 +781,12 @@ func (r *run) finish(rr runResult) error {
 		}
 	}
 	r.event(Event{Kind: "step_end", Addr: inst.Addr, Attempt: rr.attempt, Status: res.Status, Class: res.Class, Message: res.Message, Duration: time.Duration(rec.DurationS * float64(time.Second)), Always: inst.Meta.Always})
-	if err := writeManifest(r.opts.StateDir, r.j.Records()); err != nil {
+	if r.planArts == nil {
+		if r.planArts, err = planArtefacts(r.opts.StateDir); err != nil {
+			return err
+		}
+	}
+	if err := writeManifestWith(r.opts.StateDir, r.j.Records(), r.planArts); err != nil {
 		return err
 	}
 	switch {

@@ -27,22 +27,37 @@ type ManifestEntry struct {
 // writeManifest rebuilds manifest.json from the journal and the plan directory. It is
 // an index: the journal's step_end records are the authority it is derived from.
 func writeManifest(stateDir string, recs []Record) error {
-	m := Manifest{Artefacts: []ManifestEntry{}}
+	fixed, err := planArtefacts(stateDir)
+	if err != nil {
+		return err
+	}
+	return writeManifestWith(stateDir, recs, fixed)
+}
+
+// planArtefacts hashes the frozen plan and the amendments: files that do not change
+// while an apply runs, so the engine hashes them once per apply.
+func planArtefacts(stateDir string) ([]ManifestEntry, error) {
+	var out []ManifestEntry
+	for _, dir := range []string{PlanDir, AmendmentsDir} {
+		arts, err := hashArtefacts(stateDir, filepath.Join(stateDir, dir))
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range arts {
+			out = append(out, ManifestEntry{Artefact: a})
+		}
+	}
+	return out, nil
+}
+
+func writeManifestWith(stateDir string, recs []Record, fixed []ManifestEntry) error {
+	m := Manifest{Artefacts: append([]ManifestEntry{}, fixed...)}
 	for _, r := range recs {
 		if r.Kind != KindStepEnd {
 			continue
 		}
 		for _, a := range r.Artefacts {
 			m.Artefacts = append(m.Artefacts, ManifestEntry{Artefact: a, Step: r.Step, Attempt: r.Attempt})
-		}
-	}
-	for _, dir := range []string{PlanDir, AmendmentsDir} {
-		arts, err := hashArtefacts(stateDir, filepath.Join(stateDir, dir))
-		if err != nil {
-			return err
-		}
-		for _, a := range arts {
-			m.Artefacts = append(m.Artefacts, ManifestEntry{Artefact: a})
 		}
 	}
 	sort.Slice(m.Artefacts, func(i, j int) bool { return m.Artefacts[i].Path < m.Artefacts[j].Path })

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -104,6 +105,10 @@ func fileSHA256Func(baseDir string) function.Function {
 	})
 }
 
+// hashBuffers recycles the 1 MiB read buffers: the engine hashes many small
+// artefacts per step, and a fresh buffer each time costs more than the hashing.
+var hashBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
 // FileSHA256 streams a file through sha256. The buffer is large so that hashing a
 // multi-gigabyte corpus runs at the speed of the hash, not of small reads.
 func FileSHA256(path string) (string, error) {
@@ -113,8 +118,9 @@ func FileSHA256(path string) (string, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	if _, err := io.CopyBuffer(h, f, buf); err != nil {
+	bp := hashBuffers.Get().(*[]byte)
+	defer hashBuffers.Put(bp)
+	if _, err := io.CopyBuffer(h, f, *bp); err != nil {
 		return "", fmt.Errorf("cannot hash file %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
