@@ -628,15 +628,26 @@ func (r *run) start(inst *plans.Instance) (bool, error) {
 	h.attempts = append(h.attempts, a)
 	r.event(Event{Kind: "step_start", Addr: inst.Addr, Attempt: attempt, Always: inst.Meta.Always})
 	now := r.opts.Clock.Now()
+	// An always-step (restore) runs even when an input cannot be hashed or a frozen
+	// file changed: bringing the incumbent back matters more than a clean record.
+	// The problem is still its failure, folded in after it ran.
+	var alwaysProblem *Result
 	if err != nil {
-		r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: Failed(ClassConfig, "cannot evaluate inputs: %v", err)}
-		r.running[inst.Addr] = inst
-		return true, nil
+		res := Failed(ClassConfig, "cannot evaluate inputs: %v", err)
+		if !inst.Meta.Always || cfg == cty.NilVal {
+			r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
+			r.running[inst.Addr] = inst
+			return true, nil
+		}
+		alwaysProblem = &res
 	}
 	if res, bad := r.checkFrozen(files); bad {
-		r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
-		r.running[inst.Addr] = inst
-		return true, nil
+		if !inst.Meta.Always {
+			r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
+			r.running[inst.Addr] = inst
+			return true, nil
+		}
+		alwaysProblem = &res
 	}
 	absDir := filepath.Join(r.opts.StateDir, dir)
 	if err := os.MkdirAll(absDir, 0o755); err != nil {
@@ -699,6 +710,10 @@ func (r *run) start(inst *plans.Instance) (bool, error) {
 		}
 		if res.Status == StatusFailed && res.Class == ClassInterrupted {
 			res.Status = StatusInterrupted
+		}
+		if alwaysProblem != nil && res.Status == StatusSucceeded {
+			res = Result{Status: StatusFailed, Class: alwaysProblem.Class, Outputs: res.Outputs,
+				Message: alwaysProblem.Message + " (the step itself ran and succeeded)"}
 		}
 		r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
 	}()

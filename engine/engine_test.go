@@ -440,3 +440,37 @@ func TestSecondApplyIsLockedOut(t *testing.T) {
 		t.Fatalf("want ErrLocked naming pid %d, got %v", os.Getpid(), err)
 	}
 }
+
+func TestAlwaysStepRunsDespiteChangedProtectedFile(t *testing.T) {
+	h := newHarness(t)
+	protected := filepath.Join(h.dir, "discovery.json")
+	if err := os.WriteFile(protected, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := h.load(`
+campaign "t" { frozen = ["discovery.json"] }
+step "probe" "tamper" {}
+step "probe" "restore" {
+  always = true
+  file   = "discovery.json"
+}
+`)
+	go func() {
+		for a := range h.probe.started {
+			if a == "probe.tamper" {
+				_ = os.Remove(protected) // unreadable from now on
+				return
+			}
+		}
+	}()
+	if _, err := h.apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"probe.tamper", "probe.restore"}, h.probe.ran()); diff != "" {
+		t.Fatalf("restore must run even though its protected file is gone (-want +got):\n%s", diff)
+	}
+	f := h.finals()["probe.restore"]
+	if f.Status != engine.StatusFailed || !strings.Contains(f.Message, "discovery.json") || !strings.Contains(f.Message, "ran and succeeded") {
+		t.Fatalf("restore record %+v should fail naming the file and say it ran", f)
+	}
+}
