@@ -1,7 +1,10 @@
 # rigor: the two commands a new user needs are `make run` and `make test`.
 GO ?= go
+# go-nvml's header marks many functions deprecated; the warnings say nothing about rigor.
+CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+export CGO_CFLAGS
 
-.PHONY: build test bench run fuzz vet
+.PHONY: build test bench run fuzz vet report-check
 
 build:
 	$(GO) build -o bin/rigor ./cmd/rigor
@@ -16,9 +19,20 @@ bench:
 	$(GO) test ./engine -run '^$$' -bench 'BenchmarkNoOpStep|BenchmarkHashGiB' -benchtime 2x
 	$(GO) test ./steps/internal/loadgen -run '^$$' -bench . -benchtime 200x
 	$(GO) test ./steps/internal/sim -run '^$$' -bench StreamC1024 -cpu 1,2 -benchtime 3x
+	$(GO) test ./steps/report -run '^$$' -bench BenchmarkReport1M -benchtime 1x # bench-report: 1,000,000 records, < 10 s and < 1 GiB
+	# Client timing fidelity: the exact-schedule server on core 0 (the benchmark pins
+	# it), the client on core 1; ratios are against the issue's aiohttp figures.
+	$(GO) test -c -o bin/calibrate.test ./steps/calibrate
+	cd steps/calibrate && taskset -c 1 ../../bin/calibrate.test -test.run '^$$' -test.bench Fidelity -test.benchtime 1x
 
 run:
 	$(GO) run ./cmd/rigor plan apply examples/quickstart/campaign.hcl --state runs/quickstart-$$(date +%Y%m%d-%H%M%S)
 
 fuzz:
 	$(GO) test ./plans -run '^$$' -fuzz FuzzLoad -fuzztime 60s
+
+# Render report.html in headless Chromium (Debian: apt-get install chromium) and
+# check that its tables and embedded charts are present; REPORT_CHECK_OUT=DIR keeps
+# the screenshot and PDF.
+report-check:
+	$(GO) test -tags reportcheck -count=1 -run TestReportRendersInChromium -v ./steps/report

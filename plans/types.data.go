@@ -25,12 +25,15 @@ var dataSchemas = map[string]*hcl.BodySchema{
 		"gpus",    // "nvml" or "sim"
 		"runtime", // "docker" or "sim"
 		"sim_gpus", "sim_power_limit_watts",
+		"gpu_interval",                                // GPU sampling interval during a block (default "1s")
+		"sim_power_drift_at", "sim_power_drift_watts", // sim: every limit becomes drift_watts this long after the GPUs first appear
 	),
 	blockTarget: attrSchema(
 		"host", "runtime", "container", "image", "endpoint", "metrics", "model",
 		"profile", "listen", "api_key", "time_scale", "seed", "faults", "reasoning_field",
 		"health_path", "health_timeout", "command", "env", "ports", "mounts", "shm_size", "gpus",
 		"running_metric", "waiting_metric", "preflight", "protected_files",
+		"memory", "cpus", "labels", // docker runtime: container limits and labels
 	),
 	blockWorkload: attrSchema(
 		"corpus", "corpus_seed", "nominal_context", "prefixes", "api",

@@ -1,6 +1,11 @@
 package steps
 
 import (
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 )
 
@@ -12,6 +17,11 @@ type SimOptions struct {
 	ReasoningField string
 	TimeScale      float64
 	Seed           uint64
+	// AllocateMB, when positive, makes the server allocate and touch that many MiB
+	// AllocateAfter after it starts and hold them: inside a container with a smaller
+	// memory limit, the kernel OOM-kills it (the OOM test of the Docker runtime).
+	AllocateMB    int
+	AllocateAfter time.Duration
 }
 
 // SimProfiles lists the simulator's built-in profiles.
@@ -28,5 +38,32 @@ func ServeSimulator(o SimOptions) (string, func() error, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if o.AllocateMB > 0 {
+		go func() {
+			time.Sleep(o.AllocateAfter)
+			fmt.Fprintf(os.Stderr, "allocating %d MiB\n", o.AllocateMB)
+			Allocate(o.AllocateMB)
+			fmt.Fprintf(os.Stderr, "allocated %d MiB\n", o.AllocateMB)
+		}()
+	}
 	return r.URL(), r.Close, nil
+}
+
+var (
+	ballastMu sync.Mutex
+	ballast   [][]byte
+)
+
+// Allocate allocates mb MiB, writes to every page so the memory is resident, and
+// keeps it for the life of the process.
+func Allocate(mb int) {
+	for i := 0; i < mb; i++ {
+		b := make([]byte, 1<<20)
+		for k := 0; k < len(b); k += 4096 {
+			b[k] = byte(k + 1)
+		}
+		ballastMu.Lock()
+		ballast = append(ballast, b)
+		ballastMu.Unlock()
+	}
 }

@@ -15,8 +15,9 @@ import (
 
 // beforeState is what the block saw before it sent anything.
 type beforeState struct {
-	incarnation string
-	metrics     *promscrape.Snapshot
+	incarnation  string
+	restartCount int
+	metrics      *promscrape.Snapshot
 }
 
 // gateList flattens the gates attribute (a list of gate objects).
@@ -57,6 +58,23 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 			st.incarnation = info.Incarnation
 		}
 	}
+	if t.Runtime == target.RuntimeDocker {
+		// The incarnation before the block is what afterBlock compares with; a target
+		// that cannot be inspected now cannot be vouched for after either.
+		ictx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		id, err := target.Inspect(ictx, t)
+		cancel()
+		if err != nil {
+			return st, fail(engine.ClassIdentity, "runtime", "identity", "%v", err)
+		}
+		if id.OOMKilled {
+			return st, fail(engine.ClassOOM, "runtime", "identity", "container %s was OOM-killed", t.Container)
+		}
+		if !id.Running() {
+			return st, fail(engine.ClassIdentity, "runtime", "identity", "container %s is %s (exit code %d), not running", t.Container, id.Status, id.ExitCode)
+		}
+		st.incarnation, st.restartCount = id.Incarnation, id.RestartCount
+	}
 	for _, g := range gates {
 		name := target.Str(g, "name")
 		if target.Bool(g, "health") {
@@ -76,6 +94,9 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 				return st, fail(engine.ClassOOM, name, "identity", "container %s was OOM-killed", t.Container)
 			}
 			pass(name, "identity", "container %s incarnation %s", t.Container, info.Incarnation)
+		}
+		if target.Bool(g, "identity") && t.Runtime == target.RuntimeDocker {
+			pass(name, "identity", "container %s running, not OOM-killed, incarnation %s", t.Container, st.incarnation)
 		}
 		if target.Bool(g, "idle") {
 			snap, err := promscrape.Scrape(ctx, t.Metrics)
@@ -134,6 +155,11 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 			return &r
 		}
 	}
+	if t.Runtime == target.RuntimeDocker && before.incarnation != "" {
+		if r := dockerAfter(t, before, err != nil); r != nil {
+			return r
+		}
+	}
 	if err != nil {
 		sc.Log.Warn().Err(err).Msg("native metrics unavailable after the block")
 		return nil
@@ -149,4 +175,36 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 		return &r
 	}
 	return nil
+}
+
+// dockerAfter compares a docker target's identity after a block with the one before:
+// an OOM kill is "oom"; an exit, a new incarnation or a higher restart count is
+// "restart"; a container that is gone is "identity". When the server stopped
+// answering (unreachable), the engine may not have recorded the container's death
+// yet: it is inspected again for a few seconds before it is believed unchanged.
+func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.Result {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	id, err := target.Inspect(ctx, t)
+	for settle := time.Now().Add(3 * time.Second); unreachable && err == nil && id.Running() && !id.OOMKilled &&
+		id.Incarnation == before.incarnation && time.Now().Before(settle); {
+		time.Sleep(100 * time.Millisecond)
+		id, err = target.Inspect(ctx, t)
+	}
+	var r engine.Result
+	switch {
+	case err != nil:
+		r = engine.Failed(engine.ClassIdentity, "container %s cannot be inspected after the block: %v", t.Container, err)
+	case id.OOMKilled:
+		r = engine.Failed(engine.ClassOOM, "container %s was OOM-killed during the block (exit code %d)", t.Container, id.ExitCode)
+	case id.Incarnation != before.incarnation:
+		r = engine.Failed(engine.ClassRestart, "container %s restarted during the block (incarnation %s, was %s)", t.Container, id.Incarnation, before.incarnation)
+	case id.RestartCount != before.restartCount:
+		r = engine.Failed(engine.ClassRestart, "container %s restarted during the block (restart count %d, was %d)", t.Container, id.RestartCount, before.restartCount)
+	case !id.Running():
+		r = engine.Failed(engine.ClassRestart, "container %s stopped during the block: %s with exit code %d (incarnation %s ended)", t.Container, id.Status, id.ExitCode, before.incarnation)
+	default:
+		return nil
+	}
+	return &r
 }

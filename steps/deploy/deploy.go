@@ -48,8 +48,12 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
-	if t.Runtime != "sim" {
-		return engine.Failed(engine.ClassConfig, "target %s: runtime %q is not available in this build; use runtime = \"sim\"", t.Name, t.Runtime)
+	switch t.Runtime {
+	case target.RuntimeDocker:
+		return runDocker(ctx, sc, t)
+	case target.RuntimeSim:
+	default:
+		return engine.Failed(engine.ClassConfig, "target %s: unknown runtime %q (want \"sim\" or \"docker\")", t.Name, t.Runtime)
 	}
 	h := sim.GetHost(t.Host)
 	spec, err := target.SimSpec(t)

@@ -58,17 +58,23 @@ type Check struct {
 
 // Receipt is the restore receipt artefact.
 type Receipt struct {
-	Target      string            `json:"target"`
-	Action      string            `json:"action"` // already-running, restarted-by-id, recreated
-	Stopped     []string          `json:"stopped,omitempty"`
-	Container   sim.ContainerInfo `json:"container"`
-	Checks      []Check           `json:"checks"`
-	Outcome     string            `json:"outcome"`
-	OutageOpen  bool              `json:"outage_open"`
-	OutageS     float64           `json:"outage_elapsed_s"`
-	BudgetS     float64           `json:"outage_budget_s"`
-	ReserveS    float64           `json:"outage_reserve_s"`
-	WithinBudge bool              `json:"within_budget"`
+	Target  string `json:"target"`
+	Runtime string `json:"runtime,omitempty"`
+	// DockerHost and Manifest (relative to the state directory) are set on docker.
+	DockerHost string `json:"docker_host,omitempty"`
+	Manifest   string `json:"manifest,omitempty"`
+	// Action: already-running, restarted-by-id, recreated (sim), recreated-from-manifest
+	// or recreated-from-plan (docker).
+	Action      string   `json:"action"`
+	Stopped     []string `json:"stopped,omitempty"`
+	Container   any      `json:"container"` // sim.ContainerInfo or docker.Identity
+	Checks      []Check  `json:"checks"`
+	Outcome     string   `json:"outcome"`
+	OutageOpen  bool     `json:"outage_open"`
+	OutageS     float64  `json:"outage_elapsed_s"`
+	BudgetS     float64  `json:"outage_budget_s"`
+	ReserveS    float64  `json:"outage_reserve_s"`
+	WithinBudge bool     `json:"within_budget"`
 }
 
 // Run restores the incumbent and writes receipt.json whatever the outcome.
@@ -77,8 +83,10 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
-	if t.Runtime != "sim" {
-		return engine.Failed(engine.ClassConfig, "target %s: runtime %q is not available in this build; use runtime = \"sim\"", t.Name, t.Runtime)
+	switch t.Runtime {
+	case target.RuntimeSim, target.RuntimeDocker:
+	default:
+		return engine.Failed(engine.ClassConfig, "target %s: unknown runtime %q (want \"sim\" or \"docker\")", t.Name, t.Runtime)
 	}
 	rc := &Receipt{Target: t.Name, Outcome: "failed"}
 	defer func() {
@@ -90,6 +98,9 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	check := func(name string, ok bool, format string, args ...any) bool {
 		rc.Checks = append(rc.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 		return ok
+	}
+	if t.Runtime == target.RuntimeDocker {
+		return runDocker(ctx, sc, t, rc, check)
 	}
 	h := sim.GetHost(t.Host)
 	spec, err := target.SimSpec(t)

@@ -85,6 +85,10 @@ type Faults struct {
 	OmitUsageRate float64 `json:"omit_usage_rate,omitempty"`
 	// Unhealthy makes GET /health answer 503.
 	Unhealthy bool `json:"unhealthy,omitempty"`
+	// TraceDropRate drops each scheduler-trace sample with this probability (trace.go).
+	TraceDropRate float64 `json:"trace_drop_rate,omitempty"`
+	// TraceOverflow shrinks the scheduler-trace buffer so that a capture overflows.
+	TraceOverflow bool `json:"trace_overflow,omitempty"`
 }
 
 func (f Faults) validate() error {

@@ -31,6 +31,6 @@
 // Out of scope: real tokenisation and sampling (temperature, top_p and seed are accepted
 // and validated, and seed only selects the RNG stream), preemption (KV space for prompt
 // plus max_tokens is reserved at admission, so vllm:num_preemptions_total stays 0),
-// caching of generated tokens, tool calls, n > 1, logprobs, HTTP/2-specific behaviour, GPU
-// telemetry (power, clocks) and the scheduler-trace capture endpoint.
+// caching of generated tokens, tool calls, n > 1, logprobs, HTTP/2-specific behaviour and GPU
+// telemetry (steps/internal/gpu simulates GPUs). The scheduler-trace endpoint lives in trace.go.
 package sim

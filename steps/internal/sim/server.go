@@ -52,6 +52,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /metrics", s.serveMetrics)
 	s.mux.HandleFunc("GET /health", s.serveHealth)
 	s.mux.HandleFunc("GET /v1/models", s.serveModels)
+	s.mux.HandleFunc("POST /debug/scheduler-trace", s.tracked(s.serveSchedulerTrace))
 	return s, nil
 }
 

@@ -34,6 +34,19 @@ type Target struct {
 	RunningMetric string
 	WaitingMetric string
 	Reasoning     string
+
+	// Docker runtime: the engine URL of the host ("" = DOCKER_HOST) and the declared
+	// container configuration.
+	DockerHost string
+	Command    []string
+	Env        map[string]string
+	Ports      []string
+	Mounts     []string
+	ShmSize    string
+	Memory     string
+	CPUs       float64
+	GPUs       string
+	Labels     map[string]string
 }
 
 // FromValue reads a target object.
@@ -51,6 +64,7 @@ func FromValue(v cty.Value) (Target, error) {
 	if h := attr(v, "host"); h != cty.NilVal && !h.IsNull() {
 		if h.Type().IsObjectType() {
 			t.Host = Str(h, "name")
+			t.DockerHost = Str(h, "docker")
 			if t.Runtime == "" {
 				t.Runtime = Str(h, "runtime")
 			}
@@ -97,6 +111,9 @@ func FromValue(v cty.Value) (Target, error) {
 		if err := dec.Decode(&t.Faults); err != nil {
 			return t, fmt.Errorf("target %s: faults: %v", t.Name, err)
 		}
+	}
+	if err := t.readDocker(v); err != nil {
+		return t, err
 	}
 	if t.Endpoint == "" {
 		return t, fmt.Errorf("target %s has no endpoint", t.Name)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/rigor-bench/rigor/steps"
+	"github.com/spf13/cobra"
+)
+
+func init() { extraCommands = append(extraCommands, newGPUsCmd) }
+
+// gpusArgs are the parsed arguments of `rigor gpus`.
+type gpusArgs struct {
+	kind      string
+	simGPUs   int
+	simLimitW float64
+	json      bool
+}
+
+func newGPUsCmd(g *globals) *cobra.Command {
+	var a gpusArgs
+	cmd := &cobra.Command{
+		Use:   "gpus",
+		Short: "Show the GPUs a host with gpus = \"nvml\" (or \"sim\") would observe: identity, limits, power, clocks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.kind != "nvml" && a.kind != "sim" {
+				return &exitError{code: 2, msg: fmt.Sprintf("--host-kind %q: want nvml or sim", a.kind)}
+			}
+			devs, err := steps.ReadGPUs(a.kind, a.simGPUs, a.simLimitW)
+			if err != nil {
+				return &exitError{code: exitError1, msg: err.Error()}
+			}
+			if a.json {
+				return gpusJSON(g.stdout, a.kind, devs)
+			}
+			return gpusTable(g.stdout, a.kind, devs)
+		},
+	}
+	cmd.Flags().StringVar(&a.kind, "host-kind", "nvml", "where the GPUs come from: nvml (this machine) or sim")
+	cmd.Flags().IntVar(&a.simGPUs, "sim-gpus", 2, "simulated GPUs (with --host-kind sim)")
+	cmd.Flags().Float64Var(&a.simLimitW, "sim-power-limit-watts", 300, "power limit of the simulated GPUs (with --host-kind sim)")
+	cmd.Flags().BoolVar(&a.json, "json", false, "print JSON instead of a table")
+	return cmd
+}
+
+func gpusJSON(w io.Writer, kind string, devs []steps.GPUDevice) error {
+	b, err := json.MarshalIndent(map[string]any{"source": kind, "devices": devs}, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+func gpusTable(w io.Writer, kind string, devs []steps.GPUDevice) error {
+	driver := ""
+	if len(devs) > 0 {
+		driver = devs[0].Driver
+	}
+	fmt.Fprintf(w, "source %s, driver %s, %d GPU(s)\n", kind, driver, len(devs))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GPU\tUUID\tNAME\tLIMIT W\tENFORCED W\tPOWER W\tTEMP C\tSM MHz\tMEM MHz\tMEM USED/TOTAL MiB\tTHROTTLE")
+	for _, d := range devs {
+		throttle := "-"
+		if len(d.ThrottleNames) > 0 {
+			throttle = fmt.Sprint(d.ThrottleNames)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%g\t%g\t%.1f\t%g\t%d\t%d\t%d/%d\t%s\n", d.Index, d.UUID, d.Name, d.PowerLimitW, d.EnforcedPowerLimitW,
+			d.PowerW, d.TemperatureC, d.SMClockMHz, d.MemClockMHz, d.MemoryUsedBytes>>20, d.MemoryTotalBytes>>20, throttle)
+	}
+	return tw.Flush()
+}

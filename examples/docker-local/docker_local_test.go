@@ -1,0 +1,468 @@
+// Package dockerlocal_test runs the docker-local campaign and its variants through
+// `rigor plan apply` (the static binary the images are built from) against the local
+// Docker Engine, and asserts on the journal and the restore receipt.
+//
+// Without a reachable engine the tests skip, unless RIGOR_REQUIRE_DOCKER=1 (set by
+// .ci/run when `docker info` succeeds): then they fail. Everything a test creates is
+// named with a per-test prefix and labelled rigor.test=1, rigor.test.run=<prefix>,
+// and removed when the test ends. Only 127.0.0.1 and the local socket are used.
+package dockerlocal_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+	"github.com/rigor-bench/rigor/engine"
+)
+
+var (
+	ctxOnce sync.Once
+	ctxDir  string
+	ctxErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if ctxDir != "" {
+		os.RemoveAll(ctxDir)
+	}
+	os.Exit(code)
+}
+
+// buildContext builds the static rigor binary once and returns a build context
+// holding it and the example's Dockerfiles.
+func buildContext(t *testing.T) (dir, bin string) {
+	t.Helper()
+	ctxOnce.Do(func() {
+		ctxDir, ctxErr = os.MkdirTemp("", "rigor-docker-ctx-")
+		if ctxErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(ctxDir, "rigor"), "github.com/rigor-bench/rigor/cmd/rigor")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			ctxErr = fmt.Errorf("CGO_ENABLED=0 go build ./cmd/rigor: %v\n%s", err, out)
+			return
+		}
+		for _, f := range []string{"Dockerfile.incumbent", "Dockerfile.candidate"} {
+			b, err := os.ReadFile(f)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(ctxDir, f), b, 0o644)
+			}
+			if err != nil {
+				ctxErr = err
+				return
+			}
+		}
+	})
+	if ctxErr != nil {
+		t.Fatal(ctxErr)
+	}
+	return ctxDir, filepath.Join(ctxDir, "rigor")
+}
+
+// requireDocker returns a client of the local engine, or skips (fails when
+// RIGOR_REQUIRE_DOCKER=1).
+func requireDocker(t *testing.T) *client.Client {
+	t.Helper()
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = api.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("RIGOR_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("RIGOR_REQUIRE_DOCKER=1 but the Docker Engine is unreachable: %v", err)
+		}
+		t.Skipf("Docker Engine unreachable (%v); set RIGOR_REQUIRE_DOCKER=1 to make this a failure", err)
+	}
+	t.Cleanup(func() { api.Close() })
+	return api
+}
+
+// run is one test's campaign run: its unique prefix, labels and state directory.
+type run struct {
+	t      *testing.T
+	prefix string
+	state  string
+	bin    string
+	ctx    string
+	api    *client.Client
+}
+
+func newRun(t *testing.T, api *client.Client) *run {
+	t.Helper()
+	dir, bin := buildContext(t)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), ""))
+	if len(name) > 20 {
+		name = name[:20]
+	}
+	r := &run{t: t, prefix: "rt-" + name + "-" + hex.EncodeToString(b[:]), state: filepath.Join(t.TempDir(), "state"), bin: bin, ctx: dir, api: api}
+	if api != nil {
+		t.Cleanup(r.cleanup)
+	}
+	return r
+}
+
+func (r *run) labelsVar() string {
+	return fmt.Sprintf(`labels={"rigor.test"="1","rigor.test.run"=%q}`, r.prefix)
+}
+
+// cleanup removes every container and image that carries this run's label.
+func (r *run) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := filters.NewArgs(filters.Arg("label", "rigor.test.run="+r.prefix))
+	cs, err := r.api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		r.t.Errorf("cleanup: list containers: %v", err)
+	}
+	for _, c := range cs {
+		if err := r.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil {
+			r.t.Errorf("cleanup: remove container %s: %v", c.Names, err)
+		}
+	}
+	ims, err := r.api.ImageList(ctx, image.ListOptions{All: true, Filters: f})
+	if err != nil {
+		r.t.Errorf("cleanup: list images: %v", err)
+	}
+	for _, im := range ims {
+		if _, err := r.api.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !client.IsErrNotFound(err) {
+			r.t.Errorf("cleanup: remove image %s: %v", im.ID, err)
+		}
+	}
+}
+
+// apply runs `rigor plan apply` and returns its exit code and combined output.
+func (r *run) apply(ctx context.Context, campaign string, vars ...string) (int, string) {
+	r.t.Helper()
+	abs, _ := filepath.Abs(campaign)
+	args := []string{"plan", "apply", abs, "--state", r.state, "--var", "context=" + r.ctx, "--var", "prefix=" + r.prefix, "--var", r.labelsVar()}
+	for _, v := range vars {
+		args = append(args, "--var", v)
+	}
+	cmd := exec.CommandContext(ctx, r.bin, args...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		r.t.Fatalf("rigor plan apply: %v\n%s", err, out)
+	}
+	return code, string(out)
+}
+
+func (r *run) journal() []engine.Record {
+	r.t.Helper()
+	recs, _, err := engine.ReadJournal(filepath.Join(r.state, engine.JournalFile))
+	if err != nil {
+		r.t.Fatalf("read journal: %v", err)
+	}
+	return recs
+}
+
+// end is the last step_end record of a step.
+func end(t *testing.T, recs []engine.Record, addr string) engine.Record {
+	t.Helper()
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Kind == engine.KindStepEnd && recs[i].Step == addr {
+			return recs[i]
+		}
+	}
+	t.Fatalf("no step_end record for %s", addr)
+	return engine.Record{}
+}
+
+func outputs(t *testing.T, rec engine.Record) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(rec.Outputs, &m); err != nil {
+		t.Fatalf("outputs of %s: %v (%s)", rec.Step, err, rec.Outputs)
+	}
+	return m
+}
+
+func seq(recs []engine.Record, kind, step string) int {
+	for _, r := range recs {
+		if r.Kind == kind && (step == "" || r.Step == step) {
+			return r.Seq
+		}
+	}
+	return -1
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func TestCampaignEndToEnd(t *testing.T) {
+	api := requireDocker(t)
+	r := newRun(t, api)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code, out := r.apply(ctx, "campaign.hcl", fmt.Sprintf("port=%d", freePort(t)))
+	if code != 0 {
+		t.Fatalf("apply exited %d:\n%s", code, out)
+	}
+	recs := r.journal()
+	for _, addr := range []string{"build.incumbent", "build.candidate", "deploy.incumbent", "identity.incumbent", "block.incumbent",
+		"deploy.candidate", "identity.candidate", "block.candidate", "restore.incumbent"} {
+		if rec := end(t, recs, addr); rec.Status != engine.StatusSucceeded {
+			t.Errorf("%s: %s (%s) %s", addr, rec.Status, rec.Class, rec.Message)
+		}
+	}
+	// The outage opens with the candidate's deploy and closes with the restore.
+	begin, closed := seq(recs, engine.KindOutageBegin, "deploy.candidate"), seq(recs, engine.KindOutageEnd, "restore.incumbent")
+	if begin < 0 || closed < 0 || closed < begin {
+		t.Errorf("outage records: begin seq %d by deploy.candidate, end seq %d by restore.incumbent", begin, closed)
+	}
+	// The exact incumbent is back: same container ID, same image ID as deployed and built.
+	built := outputs(t, end(t, recs, "build.incumbent"))
+	deployed := outputs(t, end(t, recs, "deploy.incumbent"))
+	restored := outputs(t, end(t, recs, "restore.incumbent"))
+	if restored["container_id"] != deployed["container_id"] || restored["image_id"] != built["image_id"] || deployed["image_id"] != built["image_id"] {
+		t.Errorf("restored %v/%v, deployed %v/%v, built image %v", restored["container_id"], restored["image_id"], deployed["container_id"], deployed["image_id"], built["image_id"])
+	}
+	if restored["incarnation"] == deployed["incarnation"] {
+		t.Errorf("the restored incumbent was started again, so its incarnation must differ from the deployed one: %v", restored["incarnation"])
+	}
+	// The candidate is a different image.
+	if cand := outputs(t, end(t, recs, "build.candidate")); cand["image_id"] == built["image_id"] {
+		t.Errorf("candidate and incumbent images are the same: %v", cand["image_id"])
+	}
+	// The builds ran before the incumbent was deployed and its identity was unchanged by them... and the
+	// identity step saw exactly the deployed incarnation.
+	if id := outputs(t, end(t, recs, "identity.incumbent")); id["incarnation"] != deployed["incarnation"] || id["image_id"] != built["image_id"] {
+		t.Errorf("identity.incumbent %v / %v, deployed %v / %v", id["incarnation"], id["image_id"], deployed["incarnation"], built["image_id"])
+	}
+	// The image carries the build step's input hash.
+	var inputs string
+	for _, rec := range recs {
+		if rec.Kind == engine.KindStepStart && rec.Step == "build.incumbent" {
+			inputs = rec.InputsSHA256
+		}
+	}
+	im, err := api.ImageInspect(ctx, built["image_id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := im.Config.Labels["rigor.inputs_sha256"]; got == "" || got != inputs {
+		t.Errorf("image label rigor.inputs_sha256 = %q, build step inputs_sha256 = %q", got, inputs)
+	}
+	// The manifest was saved before the incumbent was touched: it recorded it running.
+	var manifest struct {
+		Identity struct {
+			ContainerID string `json:"container_id"`
+			Status      string `json:"status"`
+		} `json:"identity"`
+		Inspect json.RawMessage `json:"inspect"`
+	}
+	readJSON(t, filepath.Join(r.state, end(t, recs, "deploy.candidate").Dir, "restore-manifest.json"), &manifest)
+	if manifest.Identity.ContainerID != deployed["container_id"] || manifest.Identity.Status != "running" || len(manifest.Inspect) < 100 {
+		t.Errorf("restore manifest: %+v (%d bytes of inspect)", manifest.Identity, len(manifest.Inspect))
+	}
+	// The receipt.
+	var receipt struct {
+		Action   string `json:"action"`
+		Outcome  string `json:"outcome"`
+		Manifest string `json:"manifest"`
+		Stopped  []string
+		Checks   []struct {
+			Name string `json:"name"`
+			OK   bool   `json:"ok"`
+		} `json:"checks"`
+		WithinBudget bool `json:"within_budget"`
+	}
+	readJSON(t, filepath.Join(r.state, end(t, recs, "restore.incumbent").Dir, "receipt.json"), &receipt)
+	if receipt.Action != "restarted-by-id" || receipt.Outcome != "restored" || !receipt.WithinBudget || len(receipt.Stopped) != 1 ||
+		!strings.HasPrefix(receipt.Stopped[0], r.prefix+"-candidate") || receipt.Manifest == "" {
+		t.Errorf("receipt: %+v", receipt)
+	}
+	checked := map[string]bool{}
+	for _, c := range receipt.Checks {
+		if !c.OK {
+			t.Errorf("receipt check %s failed", c.Name)
+		}
+		checked[c.Name] = true
+	}
+	for _, want := range []string{"container identity", "image identity", "health", "protected file"} {
+		if !checked[want] {
+			t.Errorf("receipt lacks the %q check: %+v", want, receipt.Checks)
+		}
+	}
+	// And the engine agrees: the incumbent runs, the candidate is stopped, not removed.
+	inc, err := api.ContainerInspect(ctx, r.prefix+"-incumbent")
+	if err != nil || !inc.State.Running || inc.ID != deployed["container_id"] {
+		t.Errorf("incumbent after the campaign: err %v, running %v, ID %s", err, inc.State != nil && inc.State.Running, inc.ID)
+	}
+	cand, err := api.ContainerInspect(ctx, r.prefix+"-candidate")
+	if err != nil || cand.State.Running {
+		t.Errorf("candidate after the campaign: err %v, state %+v", err, cand.State)
+	}
+}
+
+func TestKillDuringBlockStopsAndRestores(t *testing.T) {
+	api := requireDocker(t)
+	r := newRun(t, api)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	killed := make(chan error, 1)
+	go func() {
+		// Kill the candidate's process a moment after its block started sending.
+		dir := filepath.Join(r.state, "attempts", "block.candidate", "1", "requests.jsonl")
+		for ctx.Err() == nil {
+			if _, err := os.Stat(dir); err == nil {
+				time.Sleep(700 * time.Millisecond)
+				killed <- api.ContainerKill(ctx, r.prefix+"-candidate", "KILL")
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		killed <- ctx.Err()
+	}()
+	code, out := r.apply(ctx, "campaign.hcl", fmt.Sprintf("port=%d", freePort(t)), "time_scale=0.5", "requests=8")
+	if err := <-killed; err != nil {
+		t.Fatalf("kill the candidate: %v\n%s", err, out)
+	}
+	if code == 0 {
+		t.Fatalf("apply succeeded although the candidate was killed during its block:\n%s", out)
+	}
+	recs := r.journal()
+	blk := end(t, recs, "block.candidate")
+	if blk.Status != engine.StatusFailed || (blk.Class != engine.ClassRestart && blk.Class != engine.ClassIdentity) {
+		t.Fatalf("block.candidate: %s (%s) %s; want failed with class restart or identity", blk.Status, blk.Class, blk.Message)
+	}
+	if !strings.Contains(blk.Message, r.prefix+"-candidate") {
+		t.Errorf("the failure must name the container: %s", blk.Message)
+	}
+	rst := end(t, recs, "restore.incumbent")
+	if rst.Status != engine.StatusSucceeded || rst.Seq < blk.Seq {
+		t.Fatalf("restore after the kill: %s (%s) %s", rst.Status, rst.Class, rst.Message)
+	}
+	if o, d := outputs(t, rst), outputs(t, end(t, recs, "deploy.incumbent")); o["container_id"] != d["container_id"] {
+		t.Errorf("restored container %v, deployed %v", o["container_id"], d["container_id"])
+	}
+	if seq(recs, engine.KindOutageEnd, "restore.incumbent") < 0 {
+		t.Error("the outage was not closed by the restore")
+	}
+}
+
+func TestOOMDuringBlock(t *testing.T) {
+	api := requireDocker(t)
+	r := newRun(t, api)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code, out := r.apply(ctx, "testdata/oom.hcl", fmt.Sprintf("port=%d", freePort(t)))
+	if code == 0 {
+		t.Fatalf("apply succeeded although the container must be OOM-killed:\n%s", out)
+	}
+	recs := r.journal()
+	if d := end(t, recs, "deploy.oom"); d.Status != engine.StatusSucceeded {
+		t.Fatalf("deploy.oom: %s (%s) %s", d.Status, d.Class, d.Message)
+	}
+	blk := end(t, recs, "block.oom")
+	if blk.Status != engine.StatusFailed || blk.Class != engine.ClassOOM {
+		t.Fatalf("block.oom: %s (%s) %s; want failed with class oom", blk.Status, blk.Class, blk.Message)
+	}
+	c, err := api.ContainerInspect(ctx, r.prefix+"-oom")
+	if err != nil || !c.State.OOMKilled {
+		t.Errorf("the engine does not report the container OOM-killed: %v %+v", err, c.State)
+	}
+}
+
+func TestBadInputNamesTheObject(t *testing.T) {
+	api := requireDocker(t)
+	r := newRun(t, api)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	squat, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer squat.Close()
+	taken := squat.Addr().(*net.TCPAddr).Port
+	_, out := r.apply(ctx, "testdata/bad.hcl", fmt.Sprintf("port=%d", freePort(t)), fmt.Sprintf("taken_port=%d", taken))
+	recs := r.journal()
+	if d := end(t, recs, "deploy.running"); d.Status != engine.StatusSucceeded {
+		t.Fatalf("deploy.running: %s (%s) %s\n%s", d.Status, d.Class, d.Message, out)
+	}
+	cases := map[string]struct {
+		class engine.FailureClass
+		want  []string
+	}{
+		"build.no_context":     {engine.ClassConfig, []string{"build context directory", filepath.Join(r.ctx, "does-not-exist"), "does not exist"}},
+		"identity.wrong_image": {engine.ClassIdentity, []string{r.prefix + "-running", "image_id is sha256:", "expected sha256:0000000000"}},
+		"identity.missing":     {engine.ClassIdentity, []string{`container "` + r.prefix + `-ghost" not found on docker host unix://`}},
+		"deploy.port_taken":    {engine.ClassConfig, []string{fmt.Sprintf("port 127.0.0.1:%d is already taken", taken), r.prefix + "-squatter"}},
+	}
+	for addr, tc := range cases {
+		t.Run(addr, func(t *testing.T) {
+			rec := end(t, recs, addr)
+			if rec.Status != engine.StatusFailed || rec.Class != tc.class {
+				t.Fatalf("%s: %s (%s) %s; want failed (%s)", addr, rec.Status, rec.Class, rec.Message, tc.class)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(rec.Message, w) {
+					t.Errorf("%s message %q lacks %q", addr, rec.Message, w)
+				}
+			}
+		})
+	}
+}
+
+// TestUnreachableHost needs no engine: the host URL points at a closed loopback port.
+func TestUnreachableHost(t *testing.T) {
+	r := newRun(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const url = "tcp://127.0.0.1:1"
+	code, out := r.apply(ctx, "campaign.hcl", "docker_host="+url, fmt.Sprintf("port=%d", freePort(t)))
+	if code == 0 {
+		t.Fatalf("apply succeeded against %s:\n%s", url, out)
+	}
+	rec := end(t, r.journal(), "build.incumbent")
+	if rec.Status != engine.StatusFailed || !strings.Contains(rec.Message, "docker host "+url+" is unreachable") {
+		t.Fatalf("build.incumbent: %s (%s) %q; want a failure naming %s", rec.Status, rec.Class, rec.Message, url)
+	}
+	if !strings.Contains(out, url) {
+		t.Errorf("the apply output does not name %s:\n%s", url, out)
+	}
+}

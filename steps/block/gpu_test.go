@@ -1,0 +1,203 @@
+package block_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps"
+	"github.com/rs/zerolog"
+)
+
+// gpuCampaign is a sim host with two simulated GPUs, one target on it, and one block
+// gated on the GPUs, with the incumbent restored at the end.
+const gpuCampaign = `
+campaign "gpu-%[1]s" {}
+
+host "node" {
+  runtime = "sim"
+  gpus    = "sim"
+  sim_gpus = 2
+  sim_power_limit_watts = %[3]s
+  gpu_interval = "20ms"
+  %[5]s
+}
+
+target "incumbent" {
+  host       = host.node
+  container  = "gpu-%[1]s"
+  profile    = "incumbent"
+  endpoint   = "http://%[2]s"
+  time_scale = 0.02
+}
+
+workload "w" {
+  corpus          = "synthetic-summary"
+  corpus_seed     = 1
+  nominal_context = 512
+  max_tokens      = 2048
+}
+
+gate "power" {
+  power_limit_watts = %[4]s
+  gpu_count         = 2
+}
+
+step "deploy" "incumbent" {
+  target  = target.incumbent
+  timeout = "30s"
+}
+
+step "block" "b" {
+  target      = target.incumbent
+  workload    = workload.w
+  concurrency = 1
+  requests    = %[6]d
+  gates       = [gate.power]
+  timeout     = "60s"
+  depends_on  = [step.deploy.incumbent]
+}
+
+step "restore" "incumbent" {
+  target  = target.incumbent
+  always  = true
+  timeout = "30s"
+}
+`
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// blockEnd runs the campaign and returns the block's step_end record and its attempt
+// directory. Host names are unique per case: simulated GPUs are process-global.
+func blockEnd(t *testing.T, name, limit, gateW, extraHost string, requests int) (engine.Record, string) {
+	t.Helper()
+	dir := t.TempDir()
+	src := fmt.Sprintf(gpuCampaign, name, freeAddr(t), limit, gateW, extraHost, requests)
+	// The host name is the sim GPU key: make it unique per test case.
+	src = strings.ReplaceAll(src, `host "node"`, `host "node_`+name+`"`)
+	src = strings.ReplaceAll(src, `host.node`, `host.node_`+name)
+	path := filepath.Join(dir, "campaign.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, _, diags := plans.Load(path, plans.Options{StepTypes: steps.Registry().Types()})
+	if diags.HasErrors() {
+		t.Fatalf("load: %v", diags)
+	}
+	state := filepath.Join(dir, "state")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := engine.Apply(ctx, p, steps.Registry(), engine.Options{StateDir: state, Log: zerolog.Nop()}); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	f, err := os.Open(filepath.Join(state, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var r engine.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Kind == "step_end" && r.Step == "block.b" {
+			return r, filepath.Join(state, r.Dir)
+		}
+	}
+	t.Fatal("no step_end for block.b in the journal")
+	return engine.Record{}, ""
+}
+
+func TestBlockSamplesSimGPUs(t *testing.T) {
+	rec, dir := blockEnd(t, "ok", "300", "300", "", 3)
+	if rec.Status != engine.StatusSucceeded {
+		t.Fatalf("block %s (%s): %s", rec.Status, rec.Class, rec.Message)
+	}
+	f, err := os.Open(filepath.Join(dir, "gpu.jsonl"))
+	if err != nil {
+		t.Fatalf("gpu.jsonl missing: %v", err)
+	}
+	defer f.Close()
+	perDev := map[int]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var row struct {
+			Index       int     `json:"index"`
+			UUID        string  `json:"uuid"`
+			PowerLimitW float64 `json:"power_limit_w"`
+			Error       string  `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatal(err)
+		}
+		if row.Error != "" || row.PowerLimitW != 300 || row.UUID == "" {
+			t.Fatalf("bad row: %s", sc.Text())
+		}
+		perDev[row.Index]++
+	}
+	if len(perDev) != 2 || perDev[0] < 2 || perDev[0] != perDev[1] {
+		t.Fatalf("rows per device %v: want both GPUs, the same count, at least the first and last sample", perDev)
+	}
+	var hashed bool
+	for _, a := range rec.Artefacts {
+		if strings.HasSuffix(a.Path, "/gpu.jsonl") {
+			hashed = true
+		}
+	}
+	if !hashed {
+		t.Errorf("gpu.jsonl is not among the block's hashed artefacts: %+v", rec.Artefacts)
+	}
+	gate, err := os.ReadFile(filepath.Join(dir, "gpu-gate.json"))
+	if err != nil || strings.Count(string(gate), `"check": "power_limit_watts"`) != 2 {
+		t.Errorf("gpu-gate.json should hold one power check per GPU: %v\n%s", err, gate)
+	}
+}
+
+func TestBlockGPUGateMismatch(t *testing.T) {
+	rec, dir := blockEnd(t, "gate", "250", "300", "", 3)
+	if rec.Status != engine.StatusFailed || rec.Class != engine.ClassGate {
+		t.Fatalf("block %s (%s): %s; want failed (gate)", rec.Status, rec.Class, rec.Message)
+	}
+	if !strings.Contains(rec.Message, "limit 250 W") || !strings.Contains(rec.Message, "300 W expected") {
+		t.Errorf("message should name the configured and expected limits: %s", rec.Message)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "requests.jsonl")); err == nil {
+		t.Error("a block whose gate failed sent requests")
+	}
+}
+
+func TestBlockPowerDrift(t *testing.T) {
+	// The limit of both GPUs drops to 280 W 150 ms after the host's GPUs first appear
+	// (the block's own start); the block runs for longer than that.
+	rec, dir := blockEnd(t, "drift", "300", "300", `sim_power_drift_at = "150ms"
+  sim_power_drift_watts = 280`, 12)
+	if rec.Status != engine.StatusFailed || rec.Class != engine.ClassPowerDrift {
+		t.Fatalf("block %s (%s): %s; want failed (power_drift)", rec.Status, rec.Class, rec.Message)
+	}
+	if !strings.Contains(rec.Message, "300 W -> 280 W") {
+		t.Errorf("message should show the change: %s", rec.Message)
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, "gpu-summary.json"))
+	if err != nil || !strings.Contains(string(sum), `"to_w": 280`) {
+		t.Errorf("gpu-summary.json should record the change: %v\n%s", err, sum)
+	}
+}

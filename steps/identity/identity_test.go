@@ -1,0 +1,59 @@
+package identity
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/sim"
+	"github.com/rs/zerolog"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// The identity step on the simulator runtime: the same comparisons as on docker.
+func TestIdentityOnSim(t *testing.T) {
+	h := sim.GetHost("identity-test")
+	if _, err := h.Create(sim.ContainerSpec{Name: "inc", Image: "sim:incumbent", Listen: "127.0.0.1:0", Config: sim.Config{TimeScale: 0.01}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start("inc"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Stop("inc") })
+	info, _ := h.Inspect("inc")
+	tgt := func(image string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{
+			"name": cty.StringVal("incumbent"), "host": cty.StringVal("identity-test"), "container": cty.StringVal("inc"),
+			"image": cty.StringVal(image), "endpoint": cty.StringVal(info.Endpoint),
+		})
+	}
+	cases := map[string]struct {
+		image, incarnation string
+		class              engine.FailureClass
+		msg                string
+	}{
+		"matches":           {image: "sim:incumbent", incarnation: info.Incarnation},
+		"wrong profile":     {image: "sim:flare", class: engine.ClassIdentity, msg: "image_id is " + info.ImageID},
+		"wrong incarnation": {image: "sim:incumbent", incarnation: "x@y", class: engine.ClassIdentity, msg: "incarnation is " + info.Incarnation + ", expected x@y"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := cty.ObjectVal(map[string]cty.Value{
+				"target": tgt(tc.image), "image": cty.NullVal(cty.String), "container_id": cty.NullVal(cty.String),
+				"incarnation": cty.StringVal(tc.incarnation),
+			})
+			sc := &engine.StepContext{Config: cfg, Dir: t.TempDir(), Log: zerolog.Nop()}
+			res := Step{}.Run(context.Background(), sc)
+			if tc.class == "" {
+				if res.Status != engine.StatusSucceeded || res.Outputs.GetAttr("container_id").AsString() != info.ID {
+					t.Fatalf("%+v", res)
+				}
+				return
+			}
+			if res.Status != engine.StatusFailed || res.Class != tc.class || !strings.Contains(res.Message, tc.msg) {
+				t.Fatalf("got %s (%s) %q; want %s containing %q", res.Status, res.Class, res.Message, tc.class, tc.msg)
+			}
+		})
+	}
+}

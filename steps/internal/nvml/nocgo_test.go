@@ -1,0 +1,5 @@
+//go:build !cgo
+
+package nvml
+
+const cgoEnabled = false

@@ -1,0 +1,18 @@
+// Package nsys is the nsys step type: one Nsight Systems capture bounded by a
+// duration, on the host or inside the target's container through `docker exec`,
+// exported to SQLite with `nsys export --type sqlite`.
+//
+// Evidence kept in the attempt directory: the raw report (<output>.nsys-rep, or
+// .qdrep from old versions), the SQLite export (<output>.sqlite), capture.json (the
+// argv of both commands, where they ran, the requested duration and the capture
+// interval as UTC anchors plus a monotonic span), warnings.txt (every output line of
+// nsys that contains "Warning" or "WARNING", in order, prefixed by the stream it came
+// from) and the full stdout/stderr of each command.
+//
+// Seed 000 asks for the rank/graph/module mapping and the unmapped fraction too; they
+// come from the SQLite file and belong to the report, not to the capture.
+//
+// Classes: nsys (or docker, in a container) missing is "tool_missing" with a message
+// that says what to install or set; a command that fails or leaves no report is
+// "exec". The step never retries.
+package nsys

@@ -1,0 +1,331 @@
+package nsys
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/target"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Step runs one Nsight Systems capture.
+type Step struct{}
+
+var _ engine.Step = Step{}
+var _ engine.DefaultTimeout = Step{}
+
+var spec = hcldec.ObjectSpec{
+	"target":    &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType},
+	"where":     &hcldec.AttrSpec{Name: "where", Type: cty.String},     // "host" or "container"
+	"container": &hcldec.AttrSpec{Name: "container", Type: cty.String}, // default: the target's container
+	"command":   &hcldec.AttrSpec{Name: "command", Type: cty.List(cty.String), Required: true},
+	"duration":  &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true},
+	"output":    &hcldec.AttrSpec{Name: "output", Type: cty.String},
+	"args":      &hcldec.AttrSpec{Name: "args", Type: cty.List(cty.String)}, // extra `nsys profile` options
+	"nsys":      &hcldec.AttrSpec{Name: "nsys", Type: cty.String},           // the nsys binary (default "nsys")
+	"docker":    &hcldec.AttrSpec{Name: "docker", Type: cty.String},         // the docker CLI (default "docker")
+	"env":       &hcldec.AttrSpec{Name: "env", Type: cty.Map(cty.String)},
+}
+
+var outputType = cty.Object(map[string]cty.Type{
+	"report":     cty.String,
+	"sqlite":     cty.String,
+	"warnings":   cty.Number,
+	"duration_s": cty.Number,
+})
+
+// Spec is the schema of an nsys step body.
+func (Step) Spec() hcldec.ObjectSpec { return spec }
+
+// OutputType names the kept files.
+func (Step) OutputType() cty.Type { return outputType }
+
+// DefaultTimeout bounds a capture plus its export.
+func (Step) DefaultTimeout() time.Duration { return 15 * time.Minute }
+
+// containerDir is where a capture inside a container writes before it is copied out.
+const containerDir = "/tmp/rigor-nsys"
+
+type plan struct {
+	where     string
+	container string
+	nsys      string
+	docker    string
+	dockerEnv string
+	command   []string
+	args      []string
+	duration  time.Duration
+	output    string
+	env       []string
+}
+
+func readPlan(sc *engine.StepContext) (plan, error) {
+	cfg := sc.Config
+	p := plan{where: target.Str(cfg, "where"), container: target.Str(cfg, "container"), nsys: target.Str(cfg, "nsys"),
+		docker: target.Str(cfg, "docker"), output: target.Str(cfg, "output")}
+	for _, v := range cfg.GetAttr("command").AsValueSlice() {
+		p.command = append(p.command, v.AsString())
+	}
+	if len(p.command) == 0 {
+		return p, fmt.Errorf("command is empty: name the profiled command, e.g. [\"python3\", \"bench.py\"]")
+	}
+	if v := cfg.GetAttr("args"); !v.IsNull() {
+		for _, a := range v.AsValueSlice() {
+			p.args = append(p.args, a.AsString())
+		}
+	}
+	d, err := time.ParseDuration(target.Str(cfg, "duration"))
+	if err != nil || d < time.Second {
+		return p, fmt.Errorf("duration = %q: want a duration of at least 1s such as \"20s\"", target.Str(cfg, "duration"))
+	}
+	p.duration = d
+	if p.output == "" {
+		p.output = "profile"
+	}
+	if strings.ContainsAny(p.output, `/\`) || strings.HasPrefix(p.output, ".") {
+		return p, fmt.Errorf("output = %q: want a plain file name without a directory", p.output)
+	}
+	if p.nsys == "" {
+		p.nsys = "nsys"
+	}
+	if p.docker == "" {
+		p.docker = "docker"
+	}
+	tv := cfg.GetAttr("target")
+	if !tv.IsNull() {
+		t, err := target.FromValue(tv)
+		if err != nil {
+			return p, err
+		}
+		if p.container == "" {
+			p.container = t.Container
+		}
+		if h := tv.GetAttr("host"); !h.IsNull() && h.Type().IsObjectType() {
+			p.dockerEnv = target.Str(h, "docker")
+		}
+		if p.where == "" && t.Runtime == "docker" {
+			p.where = "container"
+		}
+	}
+	if p.where == "" {
+		p.where = "host"
+	}
+	switch p.where {
+	case "host":
+	case "container":
+		if p.container == "" {
+			return p, fmt.Errorf("where = \"container\" needs a target with a container (or container = \"name\")")
+		}
+	default:
+		return p, fmt.Errorf("where = %q: want \"host\" or \"container\"", p.where)
+	}
+	if v := cfg.GetAttr("env"); !v.IsNull() {
+		m := v.AsValueMap()
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			p.env = append(p.env, k+"="+m[k].AsString())
+		}
+	}
+	return p, nil
+}
+
+// prefix is how an nsys command runs: nsys on the host, or docker exec in the
+// container.
+func (p plan) prefix() []string {
+	if p.where == "container" {
+		return []string{p.docker, "exec", p.container, p.nsys}
+	}
+	return []string{p.nsys}
+}
+
+// base is the report path without extension, as the profiling nsys sees it.
+func (p plan) base(dir string) string {
+	if p.where == "container" {
+		return containerDir + "/" + p.output
+	}
+	return filepath.Join(dir, p.output)
+}
+
+// Run profiles, exports and keeps the evidence.
+func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
+	p, err := readPlan(sc)
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
+	// The tool that must exist here: nsys on the host, the docker CLI for a container.
+	tool := p.prefix()[0]
+	if _, err := osexec.LookPath(tool); err != nil {
+		if p.where == "container" {
+			return engine.Failed(engine.ClassToolMissing, "the docker CLI %q is not on PATH; it runs nsys inside container %s (install the Docker CLI or set docker = \"/path/to/docker\")", tool, p.container)
+		}
+		return engine.Failed(engine.ClassToolMissing, "Nsight Systems (%q) is not on PATH; install NVIDIA Nsight Systems on this host or set nsys = \"/path/to/nsys\" in the step", tool)
+	}
+	base := p.base(sc.Dir)
+	secs := int(math.Ceil(p.duration.Seconds()))
+	profile := append(p.prefix(), "profile", "--duration="+strconv.Itoa(secs), "--output="+base, "--force-overwrite=true")
+	profile = append(profile, p.args...)
+	profile = append(profile, p.command...)
+	rec := captureRecord{Where: p.where, Container: p.container, RequestedDurationS: p.duration.Seconds(), Profile: profile}
+	var warnings []string
+
+	if p.where == "container" {
+		if r := p.run(ctx, sc, "mkdir", []string{p.docker, "exec", p.container, "mkdir", "-p", containerDir}, nil); r != nil {
+			return *r
+		}
+	}
+	// The capture is bounded by nsys's own --duration; the context adds room for nsys
+	// to stop the application and write the report.
+	capCtx, cancel := context.WithTimeout(ctx, p.duration+2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	rec.Start = start.UTC().Format(time.RFC3339Nano)
+	r := p.run(capCtx, sc, "nsys-profile", profile, &warnings)
+	end := time.Now()
+	rec.End = end.UTC().Format(time.RFC3339Nano)
+	rec.ElapsedS = end.Sub(start).Seconds()
+	finish := func(res engine.Result) engine.Result {
+		_ = os.WriteFile(sc.Path("warnings.txt"), []byte(strings.Join(warnings, "\n")+trailingNL(warnings)), 0o644)
+		rec.Warnings = len(warnings)
+		_ = writeJSON(sc.Path("capture.json"), rec)
+		return res
+	}
+	if r != nil {
+		return finish(*r)
+	}
+	report := ""
+	for _, ext := range []string{".nsys-rep", ".qdrep"} {
+		if p.where == "container" {
+			if p.run(ctx, sc, "copy-report", []string{p.docker, "cp", p.container + ":" + base + ext, sc.Path(p.output + ext)}, nil) == nil {
+				report = p.output + ext
+				break
+			}
+			continue
+		}
+		if _, err := os.Stat(base + ext); err == nil {
+			report = p.output + ext
+			break
+		}
+	}
+	if report == "" {
+		return finish(engine.Failed(engine.ClassExec, "nsys profile left no report %s.nsys-rep (stdout and stderr kept in nsys-profile.*.txt)", base))
+	}
+	rec.Report = report
+	export := append(p.prefix(), "export", "--type", "sqlite", "--force-overwrite", "true", "--output", base+".sqlite", base+filepath.Ext(report))
+	rec.Export = export
+	if r := p.run(ctx, sc, "nsys-export", export, &warnings); r != nil {
+		return finish(*r)
+	}
+	if p.where == "container" {
+		if r := p.run(ctx, sc, "copy-sqlite", []string{p.docker, "cp", p.container + ":" + base + ".sqlite", sc.Path(p.output + ".sqlite")}, nil); r != nil {
+			return finish(*r)
+		}
+	}
+	if _, err := os.Stat(sc.Path(p.output + ".sqlite")); err != nil {
+		return finish(engine.Failed(engine.ClassExec, "nsys export left no SQLite file %s.sqlite", p.output))
+	}
+	rec.SQLite = p.output + ".sqlite"
+	finish(engine.Result{})
+	return engine.Succeeded(cty.ObjectVal(map[string]cty.Value{
+		"report":     cty.StringVal(rec.Report),
+		"sqlite":     cty.StringVal(rec.SQLite),
+		"warnings":   cty.NumberIntVal(int64(len(warnings))),
+		"duration_s": cty.NumberFloatVal(rec.ElapsedS),
+	}))
+}
+
+func trailingNL(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\n"
+}
+
+// run executes one command, keeps its output as <name>.stdout.txt/.stderr.txt, and
+// collects warning lines. It returns nil on success.
+func (p plan) run(ctx context.Context, sc *engine.StepContext, name string, argv []string, warnings *[]string) *engine.Result {
+	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = sc.Dir
+	cmd.Env = append(os.Environ(), p.env...)
+	if p.dockerEnv != "" {
+		cmd.Env = append(cmd.Env, "DOCKER_HOST="+p.dockerEnv)
+	}
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	_ = os.WriteFile(sc.Path(name+".stdout.txt"), stdout.Bytes(), 0o644)
+	_ = os.WriteFile(sc.Path(name+".stderr.txt"), stderr.Bytes(), 0o644)
+	if warnings != nil {
+		*warnings = append(*warnings, warningLines(name+" stderr", stderr.Bytes())...)
+		*warnings = append(*warnings, warningLines(name+" stdout", stdout.Bytes())...)
+	}
+	if err == nil {
+		return nil
+	}
+	var exitErr *osexec.ExitError
+	switch {
+	case errors.Is(err, osexec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
+		r := engine.Failed(engine.ClassToolMissing, "%s: %q not found: %v", name, argv[0], err)
+		return &r
+	case errors.As(err, &exitErr) && p.where == "container" && exitErr.ExitCode() == 127:
+		r := engine.Failed(engine.ClassToolMissing, "%s: %q is not installed in container %s (docker exec exited 127; stderr kept in %s.stderr.txt)", name, p.nsys, p.container, name)
+		return &r
+	case ctx.Err() != nil:
+		r := engine.Failed(engine.ClassTimeout, "%s did not finish within its bound: %v (output kept in %s.*.txt)", name, ctx.Err(), name)
+		return &r
+	}
+	r := engine.Failed(engine.ClassExec, "%s failed: %v (%s; output kept in %s.*.txt)", name, err, firstLine(stderr.String()), name)
+	return &r
+}
+
+// warningLines returns every line that contains "Warning" or "WARNING".
+func warningLines(from string, b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if l := sc.Text(); strings.Contains(l, "Warning") || strings.Contains(l, "WARNING") {
+			out = append(out, from+": "+l)
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	if s == "" {
+		return "no stderr"
+	}
+	return s
+}
+
+// captureRecord is capture.json.
+type captureRecord struct {
+	Where              string   `json:"where"`
+	Container          string   `json:"container,omitempty"`
+	RequestedDurationS float64  `json:"requested_duration_s"`
+	Start              string   `json:"start_utc"`
+	End                string   `json:"end_utc"`
+	ElapsedS           float64  `json:"elapsed_s"` // monotonic
+	Profile            []string `json:"profile_argv"`
+	Export             []string `json:"export_argv,omitempty"`
+	Report             string   `json:"report,omitempty"`
+	SQLite             string   `json:"sqlite,omitempty"`
+	Warnings           int      `json:"warnings"`
+}
