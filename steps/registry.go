@@ -4,6 +4,7 @@ import (
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps/block"
 	"github.com/rigor-bench/rigor/steps/build"
+	"github.com/rigor-bench/rigor/steps/calibrate"
 	"github.com/rigor-bench/rigor/steps/deploy"
 	"github.com/rigor-bench/rigor/steps/exec"
 	"github.com/rigor-bench/rigor/steps/freeze"
@@ -16,14 +17,15 @@ import (
 // Registry returns every built-in step type by name.
 func Registry() engine.Registry {
 	return engine.Registry{
-		"block":    block.Step{},
-		"build":    build.Step{},
-		"deploy":   deploy.Step{},
-		"exec":     exec.Step{},
-		"freeze":   freeze.Step{},
-		"identity": identity.Step{},
-		"nsys":     nsys.Step{},
-		"restore":  restore.Step{},
-		"trace":    trace.Step{},
+		"block":     block.Step{},
+		"build":     build.Step{},
+		"calibrate": calibrate.Step{},
+		"deploy":    deploy.Step{},
+		"exec":      exec.Step{},
+		"freeze":    freeze.Step{},
+		"identity":  identity.Step{},
+		"nsys":      nsys.Step{},
+		"restore":   restore.Step{},
+		"trace":     trace.Step{},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -108,12 +109,32 @@ func interruptContext(g *globals) (context.Context, func()) {
 	return ctx, func() { signal.Stop(ch); close(done); cancel(nil) }
 }
 
-// observer prints one line per step start and end, with the outage clock while an
-// outage is open; without a terminal, progress is throttled to one line per 10 s.
+// observer prints one line per step start and end to stderr, with the outage clock
+// while an outage is open, and shows live step progress through a progressView: a bar
+// per running block on a terminal, a line every 10 s otherwise.
 func observer(g *globals) func(engine.Event) {
-	lastProgress := map[string]time.Time{}
+	view := newProgressView(g)
+	var (
+		mu     sync.Mutex
+		outage engine.OutageView // the latest clock an event carried
+		seen   time.Time
+	)
+	clock := func() engine.OutageView {
+		mu.Lock()
+		defer mu.Unlock()
+		o := outage
+		if o.Open {
+			o.Elapsed += time.Since(seen)
+		}
+		return o
+	}
 	return func(e engine.Event) {
-		l := g.log
+		if e.Kind != "progress" {
+			mu.Lock()
+			outage, seen = e.Outage, time.Now()
+			mu.Unlock()
+		}
+		l := view.logger()
 		switch e.Kind {
 		case "step_start":
 			ev := l.Info().Str("step", e.Addr).Int("attempt", e.Attempt)
@@ -122,6 +143,7 @@ func observer(g *globals) func(engine.Event) {
 			}
 			ev.Msg("start")
 		case "step_end":
+			view.finish(e.Addr, e.Status == engine.StatusSucceeded)
 			ev := l.Info()
 			if e.Status != engine.StatusSucceeded {
 				ev = l.Warn()
@@ -144,11 +166,7 @@ func observer(g *globals) func(engine.Event) {
 		case "outage", "note":
 			l.Warn().Str("outage", e.Outage.String()).Msg(e.Message)
 		case "progress":
-			if time.Since(lastProgress[e.Addr]) < 10*time.Second {
-				return
-			}
-			lastProgress[e.Addr] = time.Now()
-			l.Info().Str("step", e.Addr).Int("done", e.Progress.Done).Int("failed", e.Progress.Failed).Int("total", e.Progress.Total).Msg(e.Progress.Rate)
+			view.update(e.Addr, e.Progress, clock())
 		}
 	}
 }

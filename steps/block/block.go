@@ -87,10 +87,13 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if err != nil {
 		return engine.Failed(engine.ClassInternal, "create requests.jsonl: %v", err)
 	}
+	lc.OnRecord = progressHook(sc, lc.Requests)
 	result, runErr := loadgen.Run(ctx, lc, out)
 	_ = out.Sync()
 	out.Close()
 	if runErr != nil && result == nil {
+		// Stop sampling before the engine hashes the artefacts.
+		_ = gpu.finish()
 		return engine.Failed(engine.ClassConfig, "block could not run: %v", runErr)
 	}
 	if err := writeJSON(sc.Path("result.json"), result); err != nil {
@@ -143,6 +146,20 @@ func outputsOf(r *loadgen.Result) cty.Value {
 		"seconds_per_request":    cty.NumberFloatVal(r.SecondsPerRequest),
 		"aggregate_output_tok_s": cty.NumberFloatVal(r.AggregateOutputTokS),
 	})
+}
+
+// progressHook reports the block's live progress (requests done and failed, output
+// rate) through sc.Progress, at most every 100 ms and always for the last request.
+func progressHook(sc *engine.StepContext, total int) func(loadgen.Record) {
+	if sc.Progress == nil {
+		return nil
+	}
+	tally := loadgen.NewTally(total)
+	return func(r loadgen.Record) {
+		if tally.Add(r) {
+			sc.Progress(engine.Progress{Done: tally.Done, Failed: tally.Failed, Total: tally.Total, Rate: tally.Rate()})
+		}
+	}
 }
 
 func loadConfig(sc *engine.StepContext, t target.Target) (loadgen.Config, error) {

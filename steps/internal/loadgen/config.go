@@ -75,6 +75,11 @@ type Config struct {
 
 	Workload   Workload
 	Repetition int
+
+	// OnRecord, when set, is called with each record right after it was written to
+	// the output, in the order they were written (calls never overlap). It drives
+	// live progress; it runs while the writer lock is held and must be fast.
+	OnRecord func(Record) `json:"-"`
 }
 
 // CorpusSpec is the corpus setting implied by the workload.

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9*math.Max(1, math.Abs(b)) }
@@ -129,5 +130,29 @@ func TestMaxConcurrency(t *testing.T) {
 	}
 	if got := MaxConcurrency(recs); got != 3 {
 		t.Errorf("MaxConcurrency = %d, want 3", got)
+	}
+}
+
+func TestTally(t *testing.T) {
+	now := time.Unix(0, 0)
+	tl := &Tally{Total: 3, now: func() time.Time { return now }}
+	tl.start = now
+	u := func(n int) *Usage { return &Usage{CompletionTokens: n} }
+	now = now.Add(time.Second)
+	if !tl.Add(Record{Outcome: OK, Usage: u(100)}) {
+		t.Error("first record after 1 s not reported")
+	}
+	if tl.Add(Record{Outcome: NoVisibleOutput, Usage: u(50)}) {
+		t.Error("second record within 100 ms reported")
+	}
+	now = now.Add(time.Second)
+	if !tl.Add(Record{Outcome: HTTPError}) {
+		t.Error("last record not reported")
+	}
+	if tl.Done != 3 || tl.Failed != 2 || tl.Tokens != 150 {
+		t.Errorf("done %d failed %d tokens %d, want 3 2 150", tl.Done, tl.Failed, tl.Tokens)
+	}
+	if got := tl.Rate(); got != "75 tok/s" {
+		t.Errorf("rate %q, want 75 tok/s (150 tokens in 2 s)", got)
 	}
 }

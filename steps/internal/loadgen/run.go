@@ -236,6 +236,9 @@ func (r *runner) finish(i int, rec Record) {
 	if err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
+	if r.cfg.OnRecord != nil {
+		r.cfg.OnRecord(rec)
+	}
 }
 
 func (r *runner) cancelReason() string {
