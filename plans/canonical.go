@@ -145,6 +145,10 @@ func (p *Plan) Canonical() map[string]any {
 			"reserve_s": json.Number(strconv.FormatFloat(o.Reserve.Seconds(), 'g', -1, 64)),
 		}
 	}
+	if p.Decision != nil {
+		// Under campaign, so a changed rule shows in the semantic diff and is an amendment.
+		camp["decision"] = p.Decision.canonical()
+	}
 	insts := make([]any, 0, len(p.Instances))
 	for _, i := range p.Instances {
 		insts = append(insts, i.canonical())

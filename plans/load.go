@@ -33,6 +33,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: blockGate, LabelNames: []string{"name"}},
 		{Type: blockStep, LabelNames: []string{"type", "name"}},
 		{Type: blockMatrix, LabelNames: []string{"name"}},
+		{Type: blockDecision, LabelNames: []string{"name"}},
 	},
 }
 
@@ -63,6 +64,7 @@ type Plan struct {
 	Data      []*DataBlock // hosts, targets, workloads and gates in declaration order
 	Steps     []*StepBlock
 	Matrices  []*Matrix
+	Decision  *Decision // the pre-registered decision rule, if any
 	// Instances are the expanded step instances in run order: a topological order
 	// of the dependency graph with declaration order as the tie-break.
 	Instances []*Instance
@@ -203,6 +205,8 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 				if s != nil {
 					p.Steps = append(p.Steps, s)
 				}
+			case blockDecision:
+				diags = append(diags, p.addDecision(b)...)
 			case blockMatrix:
 				m, md := decodeMatrix(b, order)
 				diags = append(diags, md...)

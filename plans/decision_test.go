@@ -1,0 +1,100 @@
+package plans_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rigor-bench/rigor/plans"
+)
+
+const decisionBase = `campaign "d" {}
+
+step "exec" "hello" {
+  command = ["echo", "hello"]
+}
+
+decision "promotion" {
+  primary_metric           = "aggregate_output_tok_s"
+  primary_cells            = ["c4"]
+  baseline_arm             = "incumbent"
+  candidate_arm            = "candidate"
+  protected_cells          = ["c1"]
+  min_gain                 = 0.05
+  max_protected_regression = 0.03
+  matched_repetitions      = 3
+}
+`
+
+func writeCampaign(t *testing.T, src string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "campaign.hcl")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDecisionEntersCanonicalPlan(t *testing.T) {
+	p := mustLoad(t, writeCampaign(t, decisionBase), plans.Options{})
+	var doc struct {
+		Campaign map[string]json.RawMessage `json:"campaign"`
+	}
+	if err := json.Unmarshal(mustJSON(t, p), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"baseline_arm":"incumbent","candidate_arm":"candidate","matched_repetitions":3,"max_protected_regression":0.03,"min_gain":0.05,"name":"promotion","primary_cells":["c4"],"primary_metric":"aggregate_output_tok_s","protected_cells":["c1"]}`
+	if got := string(doc.Campaign["decision"]); got != want {
+		t.Fatalf("campaign.decision = %s\nwant %s", got, want)
+	}
+	// Without a decision block the key is absent, so older plan hashes are unchanged.
+	plain := mustLoad(t, writeCampaign(t, decisionBase[:strings.Index(decisionBase, "decision")]), plans.Options{})
+	if strings.Contains(string(mustJSON(t, plain)), `"decision"`) {
+		t.Fatal("a plan without a decision block must not carry a decision key")
+	}
+	// Changing the rule changes the hash and shows in the semantic diff.
+	changed := mustLoad(t, writeCampaign(t, strings.Replace(decisionBase, "min_gain                 = 0.05", "min_gain                 = 0.03", 1)), plans.Options{})
+	if mustHash(t, changed) == mustHash(t, p) {
+		t.Fatal("a changed decision rule must change the plan hash")
+	}
+	d, err := plans.DiffPlans(mustJSON(t, p), mustJSON(t, changed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Campaign) != 1 || d.Campaign[0].Path != "decision.min_gain" || d.Campaign[0].Old != "0.05" || d.Campaign[0].New != "0.03" {
+		t.Fatalf("diff %+v", d)
+	}
+}
+
+func TestDecisionDiagnostics(t *testing.T) {
+	cases := map[string]struct {
+		from, to string
+		want     string
+	}{
+		"unknown metric":      {`"aggregate_output_tok_s"`, `"vibes"`, "Unknown primary metric"},
+		"bad cell selector":   {`["c4"]`, `["incumbent/c4"]`, "Invalid cell selector"},
+		"same arms":           {`candidate_arm            = "candidate"`, `candidate_arm            = "incumbent"`, "Candidate is the baseline"},
+		"gain out of range":   {`min_gain                 = 0.05`, `min_gain                 = -1`, "Value out of range"},
+		"unknown attribute":   {`matched_repetitions      = 3`, `matched_repetitions      = 3` + "\n  winner = true", "Unsupported argument"},
+		"missing primary":     {`primary_cells            = ["c4"]`, ``, "primary_cells"},
+		"duplicate decision":  {`campaign "d" {}`, `campaign "d" {}` + "\n" + decisionBase[strings.Index(decisionBase, "decision"):], "Duplicate decision"},
+		"variable not static": {`min_gain                 = 0.05`, `min_gain                 = var.g`, "Variables not allowed"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			src := strings.Replace(decisionBase, tc.from, tc.to, 1)
+			if src == decisionBase {
+				t.Fatal("replacement did not apply")
+			}
+			if name == "duplicate decision" {
+				src = strings.Replace(src, `decision "promotion"`, `decision "other"`, 1)
+			}
+			_, diags := load(t, writeCampaign(t, src), plans.Options{})
+			if !diags.HasErrors() || !strings.Contains(diags.Error(), tc.want) {
+				t.Fatalf("want an error mentioning %q, got %s", tc.want, diags.Error())
+			}
+		})
+	}
+}

@@ -1,0 +1,36 @@
+// Package report turns a state directory into the documents a reviewer reads:
+// report/summary.json (one row per matrix cell, seed 003's shape, schema
+// schemas/summary.schema.json), report/report.md and report/report.html (seed 002's
+// shape) and report/charts/*.png|svg.
+//
+// Report is not a step type. It lives under steps/ because it reads the evidence
+// that step packages write (requests.jsonl and native-deltas.json of steps/block,
+// receipt.json of steps/restore, identity outputs of steps/deploy) and it uses
+// steps/internal/loadgen's record type and metric definitions, so every figure is
+// computed by the same code that defines it.
+//
+// Invariants:
+//   - Nothing is typed by hand: every figure comes from the state directory, and the
+//     same state directory always gives byte-identical summary.json and report.md
+//     (no clock is read, maps are sorted before they are emitted).
+//   - Cells come from the effective plan (plan/plan.json with its amendments): every
+//     matrix cell (arm × concurrency; the matrix fixes workload and context) has a row,
+//     run or not, with a disposition: accepted, failed, blocked, deferred or pending.
+//   - Priming blocks never enter a cell's statistics. Every failed request stays in
+//     its denominator. A cell with any failed request or failed block is withheld
+//     from ranking and from the decision rule.
+//   - requests.jsonl is streamed: only the per-request figures the report needs are
+//     kept (float64 per figure per visible success), so a million records fit well
+//     under a GiB. Percentiles are exact (type 7, loadgen.Percentile).
+//   - Each artefact read is hashed while it is read; a hash that differs from the
+//     journal's is reported, never silently used.
+//
+// GPU telemetry is read from gpu.jsonl beside each block, one JSON object per sample
+// and device. Recognised keys: "device" or "index" or "uuid"; "utc" or "time" (RFC
+// 3339); "power_w"; "power_limit_w" or "enforced_power_limit_w"; "temperature_c";
+// "sm_clock_mhz"; "mem_clock_mhz"; "driver" or "driver_version"; "name". Absent keys
+// are left out of the observations, never read as zero.
+//
+// Out of scope: re-running or repairing anything; statistical tests beyond the
+// pre-registered decision rule; interpreting scheduler traces or Nsight captures.
+package report

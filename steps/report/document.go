@@ -1,0 +1,666 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/loadgen"
+)
+
+// document assembles the report's sections (seed 002's shape) from the evidence.
+func (r *Report) document(charts []chart) *document {
+	ev, s := r.ev, &r.Summary
+	d := &document{title: fmt.Sprintf("%s: evidence report", s.Campaign)}
+	st := s.Statistics
+
+	top := d.add("status", "")
+	top.p("Campaign status: %s. Decision: %s. %s", s.CampaignStatus, s.Promotion.Verdict, r.restoreLine())
+	if ev.plan.Campaign.Description != "" {
+		top.p("%s", ev.plan.Campaign.Description)
+	}
+
+	// Result card.
+	card := d.add("result-card", "Result card")
+	t := &table{head: []string{"Setup", "Value"}}
+	t.rows = append(t.rows, []string{"Targets", r.targetsLine()})
+	t.rows = append(t.rows, []string{"GPUs", r.gpusLine()})
+	t.rows = append(t.rows, []string{"Workload contract", r.contractLine()})
+	t.rows = append(t.rows, []string{"Measurement path", r.pathLine()})
+	t.rows = append(t.rows, []string{"Evidence", fmt.Sprintf("%d cells required: %d accepted, %d failed, %d blocked, %d deferred, %d pending. %d blocks with records; %s/%s requests produced visible output including priming; measured repetitions %s/%s. %d priming requests are excluded from every figure.",
+		st.RequiredCells, st.AcceptedCells, st.FailedCells, st.BlockedCells, st.DeferredCells, st.PendingCells, st.Blocks,
+		fmtInt(st.SucceededRequests), fmtInt(st.AttemptedRequests), fmtInt(st.MeasuredSucceeded), fmtInt(st.MeasuredAttempted), st.RequestsNotInStatistics)})
+	t.rows = append(t.rows, []string{"Decision", s.Promotion.Verdict + "."})
+	card.tab(t)
+
+	r.measuredSection(d)
+	r.distributionSection(d)
+	r.decisionSection(d)
+	r.failuresSection(d)
+	r.coverageSection(d)
+	r.amendmentsSection(d)
+	r.gpuSection(d)
+	r.closureSection(d)
+	r.identitiesSection(d)
+	if len(charts) > 0 {
+		cs := d.add("charts", "Charts")
+		cs.p("Machine-derived charts; each states its data source. They show natural output, not fixed-token work, and arms run different executable images: differences are observations, not causal measurements.")
+		for i := range charts {
+			cs.elems = append(cs.elems, elem{chart: &charts[i]})
+		}
+	}
+	notes := d.add("interpretation", "Interpretation rules")
+	notes.list([]string{
+		"Priming blocks are recorded but excluded from every figure; priming is not proof of cache reuse.",
+		"Cache reuse is stated only from native prefix-cache counters and usage.cached_tokens, never from the word warm.",
+		fmt.Sprintf("A p99 over fewer than %d samples is descriptive only and is marked so.", loadgen.DescriptiveBelow),
+		"Capacity TPOT is generation duration divided by the completion tokens after the first; it is not a distribution of token gaps. Decode tok/s is its inverse.",
+		"Every failed request stays in its denominator; a cell with any failure is withheld from ranking and survivors are not substituted into a score.",
+		"Arms that run different executable images support no causal claim about a component: a difference is an observation of the stacks as run.",
+		"This is natural output, not fixed-token work: output lengths vary per request.",
+	})
+	return d
+}
+
+func (r *Report) restoreLine() string {
+	for _, in := range r.ev.plan.Instances {
+		if in.Type != "restore" {
+			continue
+		}
+		e := r.ev.final[in.Addr]
+		if e == nil {
+			return fmt.Sprintf("Restore %s has not run.", in.Addr)
+		}
+		if e.Status == engine.StatusSucceeded {
+			return fmt.Sprintf("Restore %s succeeded.", in.Addr)
+		}
+		return fmt.Sprintf("Restore %s %s (%s): %s.", in.Addr, e.Status, e.Class, firstLine(e.Message))
+	}
+	return "The plan has no restore step."
+}
+
+// targetImages maps target name to the image IDs its deploy/restore steps saw.
+func (r *Report) targetImages() (names []string, images map[string][]string, containers map[string]string) {
+	images, containers = map[string][]string{}, map[string]string{}
+	seen := map[string]bool{}
+	for _, in := range r.ev.plan.Instances {
+		tg, _ := in.Config["target"].(map[string]any)
+		if tg == nil {
+			continue
+		}
+		name := text(tg["name"])
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+			containers[name] = text(tg["container"])
+		}
+		if in.Type != "deploy" && in.Type != "restore" {
+			continue
+		}
+		out := r.ev.stepOutputs(in.Addr)
+		id := text(out["image_id"])
+		if id == "" {
+			continue
+		}
+		dup := false
+		for _, x := range images[name] {
+			dup = dup || strings.HasPrefix(x, id+" ")
+		}
+		if !dup {
+			images[name] = append(images[name], id+" ("+in.Addr+")")
+		}
+	}
+	return names, images, containers
+}
+
+func (r *Report) targetsLine() string {
+	names, images, containers := r.targetImages()
+	var parts []string
+	for _, n := range names {
+		img := "image not observed"
+		if len(images[n]) > 0 {
+			img = "image " + strings.Join(images[n], ", ")
+		}
+		parts = append(parts, fmt.Sprintf("%s: container %s, %s", n, containers[n], img))
+	}
+	if len(parts) == 0 {
+		return "no targets"
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
+func (r *Report) gpusLine() string {
+	if len(r.ev.gpuSamples) == 0 {
+		return "No GPU telemetry was recorded (no block kept a gpu.jsonl); power, temperature and clocks are not observed in this evidence."
+	}
+	var parts []string
+	for _, g := range devices(r.ev.gpuSamples) {
+		s := "GPU " + g.Device
+		if g.Name != "" {
+			s += " " + g.Name
+		}
+		if g.Driver != "" {
+			s += ", driver " + g.Driver
+		}
+		if len(g.PowerLimitW) > 0 {
+			s += ", power limit " + joinF(g.PowerLimitW, "/") + " W"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ") + ". Power is observed, never set."
+}
+
+func joinF(xs []float64, sep string) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, fmtF(x, 0))
+	}
+	return strings.Join(s, sep)
+}
+
+func (r *Report) contractLine() string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, row := range r.Summary.Rows {
+		p := row.Plan
+		if seen[p.Matrix] {
+			continue
+		}
+		seen[p.Matrix] = true
+		s := fmt.Sprintf("matrix %s: workload %s (corpus %s), nominal context %s tokens", p.Matrix, p.Workload, p.Corpus, fmtInt(p.ContextTokens))
+		lo, hi, n := 0.0, 0.0, 0
+		for _, x := range r.Summary.Rows {
+			if x.Plan.Matrix != p.Matrix || x.ActualPromptTokens == nil {
+				continue
+			}
+			if n == 0 || x.ActualPromptTokens.Min < lo {
+				lo = x.ActualPromptTokens.Min
+			}
+			if n == 0 || x.ActualPromptTokens.Max > hi {
+				hi = x.ActualPromptTokens.Max
+			}
+			n++
+		}
+		if n > 0 {
+			s += fmt.Sprintf(", actual prompt tokens %s–%s", fmtInt(int(lo)), fmtInt(int(hi)))
+		} else {
+			s += ", actual prompt tokens not observed"
+		}
+		if p.MaxTokens != nil {
+			s += fmt.Sprintf("; output cap %s", fmtInt(*p.MaxTokens))
+		}
+		if p.Temperature != nil {
+			s += fmt.Sprintf(", temperature %g", *p.Temperature)
+		}
+		if p.TopP != nil {
+			s += fmt.Sprintf(", top-p %g", *p.TopP)
+		}
+		if p.Reasoning != "" {
+			s += ", reasoning effort " + p.Reasoning
+		}
+		parts = append(parts, s+"; "+naturalOutput)
+	}
+	if len(parts) == 0 {
+		return "no matrix"
+	}
+	return strings.Join(parts, ". ") + "."
+}
+
+func (r *Report) pathLine() string {
+	byConc := map[int]string{}
+	reps, priming := 0, false
+	for _, row := range r.Summary.Rows {
+		reps = max(reps, row.Plan.Repetitions)
+		priming = priming || row.Plan.Priming
+		if _, ok := byConc[row.Plan.Concurrency]; !ok {
+			byConc[row.Plan.Concurrency] = text(row.Plan.Requests)
+		}
+	}
+	var concs []int
+	for c := range byConc {
+		concs = append(concs, c)
+	}
+	sort.Ints(concs)
+	var per []string
+	for _, c := range concs {
+		per = append(per, fmt.Sprintf("C%d: %s requests per block", c, byConc[c]))
+	}
+	s := fmt.Sprintf("Closed loop against each arm's endpoint; %d measured repetition(s) per arm × concurrency", reps)
+	if priming {
+		s = fmt.Sprintf("Closed loop against each arm's endpoint; one priming block then %d measured repetition(s) per arm × concurrency", reps)
+	}
+	return s + " (" + strings.Join(per, ", ") + "). Request IDs are deterministic per repetition."
+}
+
+func (r *Report) measuredSection(d *document) {
+	s := d.add("measured-results", "Measured results")
+	s.p("Mean block aggregate output throughput across the measured repetitions; TTFT and TPOT columns are the range (min–max) of the block medians in milliseconds. These are natural outputs, not fixed-token decode rates. A cell with any failed request is withheld: its timing ranges describe survivors only and do not support a ranking. Priming blocks are excluded.")
+	t := &table{head: []string{"Arm", "C", "Visible successes / attempted", "Mean block tok/s", "TTFT p50 range, ms", "TPOT p50 range, ms", "Disposition"}}
+	var notes []string
+	anyFailed := false
+	multi := map[string]bool{}
+	for _, row := range r.Summary.Rows {
+		multi[row.Plan.Matrix] = true
+	}
+	for _, row := range r.Summary.Rows {
+		arm := row.Plan.Arm
+		if len(multi) > 1 {
+			arm = row.Plan.Matrix + "/" + arm
+		}
+		vis, tok, ttft, tpot := "—", "—", "—", "—"
+		if row.Attempted != nil {
+			vis = fmt.Sprintf("%s/%s", fmtInt(*row.VisibleSuccesses), fmtInt(*row.Attempted))
+			tok = fmtF(*row.AggregateTokS, 3)
+			ttft = blockRange(row.Blocks, func(b RowBlk) *float64 { return b.TTFTp50 })
+			tpot = blockRange(row.Blocks, func(b RowBlk) *float64 { return b.TPOTp50 })
+		}
+		disp := row.Disposition
+		if row.Disposition != Accepted {
+			anyFailed = anyFailed || row.Disposition == Failed
+			if row.Attempted != nil {
+				notes = append(notes, fmt.Sprintf("[%d] %s: %s", len(notes)+1, row.CellID, r.withheldNote(row)))
+				tok = fmt.Sprintf("withheld [%d]", len(notes))
+			}
+		}
+		t.rows = append(t.rows, []string{arm, fmt.Sprint(row.Plan.Concurrency), vis, tok, ttft, tpot, disp})
+	}
+	s.tab(t)
+	s.list(notes)
+	if anyFailed {
+		s.p("No overall winner: at least one arm has a failed cell, so no ranking is computed and survivors are not substituted into a winning score.")
+	} else {
+		s.p("No overall winner is declared by this table; only the pre-registered decision rule below may promote a candidate.")
+	}
+}
+
+func (r *Report) withheldNote(row Row) string {
+	if len(row.FailedRequestIDs) == 0 {
+		return row.Disposition + ": " + row.Reason
+	}
+	ids := row.FailedRequestIDs
+	more := ""
+	if len(ids) > 10 {
+		more = fmt.Sprintf(" and %d more", len(ids)-10)
+		ids = ids[:10]
+	}
+	return fmt.Sprintf("%s; failed request(s) %s%s (priming included in this list)", row.Reason, strings.Join(ids, ", "), more)
+}
+
+func blockRange(bs []RowBlk, f func(RowBlk) *float64) string {
+	lo, hi, n := 0.0, 0.0, 0
+	for _, b := range bs {
+		v := f(b)
+		if !b.InStatistics || v == nil {
+			continue
+		}
+		if n == 0 || *v < lo {
+			lo = *v
+		}
+		if n == 0 || *v > hi {
+			hi = *v
+		}
+		n++
+	}
+	if n == 0 {
+		return "—"
+	}
+	return fmtMS(lo) + "–" + fmtMS(hi)
+}
+
+func (r *Report) distributionSection(d *document) {
+	s := d.add("distributions", "Distributions and counters per cell")
+	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a p99 over fewer than %d samples is marked descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO.", loadgen.DescriptiveBelow)
+	t := &table{head: []string{"Cell", "n", "TTFO ms", "Visible TTFT ms", "Capacity TPOT ms", "E2E ms", "Decode tok/s", "Effective prefill tok/s", "Completion tokens"}}
+	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Client max concurrency"}}
+	for _, row := range r.Summary.Rows {
+		if row.Timing == nil {
+			continue
+		}
+		tm := row.Timing
+		t.rows = append(t.rows, []string{row.CellID, fmt.Sprint(tm.TTFT.Samples), distText(tm.TTFO), distText(tm.TTFT), distText(tm.TPOT), distText(tm.E2E), distText(tm.Decode), distText(tm.Prefill), distText(tm.CompletionTokens)})
+		pt := "—"
+		if p := row.ActualPromptTokens; p != nil {
+			pt = fmt.Sprintf("%s / %s / %s / %s", fmtInt(int(p.Min)), fmtF(p.P50, 1), fmtF(p.P95, 1), fmtInt(int(p.Max)))
+		}
+		n := row.Native
+		hr := "—"
+		if n.PrefixHitRate != nil {
+			hr = fmtF(*n.PrefixHitRate*100, 1) + "%"
+		}
+		cached := "not reported"
+		if n.CachedTokens != nil {
+			cached = fmtInt(int(*n.CachedTokens))
+		}
+		c.rows = append(c.rows, []string{row.CellID, pt, fmtPtr(n.PrefixCacheQueries, func(x float64) string { return fmtInt(int(x)) }),
+			fmtPtr(n.PrefixCacheHits, func(x float64) string { return fmtInt(int(x)) }), hr, cached, fmt.Sprint(row.Concurrency.ClientObservedMax)})
+	}
+	if len(t.rows) == 0 {
+		s.p("No measured block left records.")
+		return
+	}
+	s.tab(t)
+	s.p("Cache reuse below comes from the native counter deltas summed over the measured blocks and from usage.cached_tokens; engine running/waiting maxima are not sampled during blocks.")
+	s.tab(c)
+}
+
+func distText(d loadgen.Dist) string {
+	if d.Samples == 0 {
+		return "—"
+	}
+	p99 := fmtMS(*d.P99)
+	if d.Descriptive {
+		p99 += " (descriptive)"
+	}
+	return fmt.Sprintf("%s / %s / %s", fmtMS(*d.P50), fmtMS(*d.P95), p99)
+}
+
+func (r *Report) decisionSection(d *document) {
+	v := r.Summary.Promotion
+	s := d.add("decision", "Decision rule and verdict")
+	if v.Rule == nil {
+		s.p("No decision rule was pre-registered in the campaign: nothing is promoted and no ranking is made.")
+		return
+	}
+	ru := v.Rule
+	s.p("Pre-registered rule %q: primary metric %s; baseline arm %s, candidate arm %s; primary cells %s need a gain of at least %s; protected cells %s may regress by at most %s; %d matched repetition(s) per cell. Any failed request in a compared cell makes the comparison ineligible.",
+		ru.Name, ru.PrimaryMetric, ru.BaselineArm, ru.CandidateArm, strings.Join(ru.PrimaryCells, ", "), pct(ru.MinGain),
+		orNone(ru.ProtectedCells), pct(ru.MaxProtectedRegression), ru.MatchedRepetitions)
+	t := &table{head: []string{"Role", "Cell", "Baseline (values → mean)", "Candidate (values → mean)", "Gain", "Criterion", "Holds"}}
+	for _, c := range v.Comparisons {
+		gain, holds := "—", "ineligible: "+c.Ineligible
+		if c.Gain != nil {
+			gain = pct(*c.Gain)
+			holds = map[bool]string{true: "yes", false: "no"}[c.Holds]
+		}
+		t.rows = append(t.rows, []string{c.Role, c.Cell, figText(c.Baseline), figText(c.Candidate), gain, c.Criterion, holds})
+	}
+	s.tab(t)
+	s.p("Verdict: %s. promoted = %t.", v.Verdict, v.Promoted)
+	s.list(v.Reasons)
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "(none)"
+	}
+	return strings.Join(xs, ", ")
+}
+
+func figText(f *CellFigure) string {
+	if f == nil {
+		return "—"
+	}
+	var vs []string
+	for i, v := range f.Values {
+		vs = append(vs, fmt.Sprintf("r%d %s", f.Repetitions[i], fmtF(v, 3)))
+	}
+	m := "—"
+	if f.Mean != nil {
+		m = fmtF(*f.Mean, 3)
+	}
+	return fmt.Sprintf("%s: %s → %s (%s, %d failed)", f.CellID, strings.Join(vs, ", "), m, f.Disposition, f.FailedRequests)
+}
+
+func (r *Report) failuresSection(d *document) {
+	s := d.add("failures", "Failures")
+	t := &table{head: []string{"Request", "Block", "Class", "Finish reason", "Prompt / completion / reasoning tokens", "Chunks (reasoning / content)", "Error excerpt"}}
+	total, listed := 0, 0
+	for _, b := range r.ev.blocks {
+		if b.stats == nil {
+			continue
+		}
+		total += b.stats.FailedN
+		for _, f := range b.stats.Failures {
+			listed++
+			tok := "no usage"
+			if f.PromptTokens != nil {
+				rt := "not reported"
+				if f.ReasoningTokens != nil {
+					rt = fmt.Sprint(*f.ReasoningTokens)
+				}
+				tok = fmt.Sprintf("%d / %d / %s", *f.PromptTokens, *f.CompletionTokens, rt)
+			}
+			fr := f.FinishReason
+			if fr == "" {
+				fr = "none"
+			}
+			cls := string(f.Outcome)
+			if f.HTTPStatus != 0 && f.HTTPStatus != 200 {
+				cls += fmt.Sprintf(" (HTTP %d)", f.HTTPStatus)
+			}
+			t.rows = append(t.rows, []string{f.ID, f.Block, cls, fr, tok, fmt.Sprintf("%d / %d", f.ReasoningChunks, f.ContentChunks), orDash(f.Error)})
+		}
+	}
+	if total == 0 {
+		s.p("No request failed.")
+	} else {
+		s.p("%d request(s) failed, including priming; each stays in its cell's denominator and was not retried.", total)
+		if listed < total {
+			s.p("The first %d failures per block are listed (%d of %d); requests.jsonl keeps every one.", maxFailuresKept, listed, total)
+		}
+		s.tab(t)
+	}
+	var stops []string
+	for _, addr := range r.ev.stepAddrs() {
+		e := r.ev.final[addr]
+		if e != nil && e.Status == engine.StatusFailed && e.Class != engine.ClassRecord {
+			stops = append(stops, fmt.Sprintf("%s: %s (%s): %s", addr, e.Status, e.Class, firstLine(e.Message)))
+		}
+	}
+	if len(stops) > 0 {
+		s.p("Step failures beyond request-level records (stop-class unless the plan overrode the policy):")
+		s.list(stops)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func (r *Report) coverageSection(d *document) {
+	s := d.add("coverage", "Coverage ledger")
+	cov := r.Summary.Coverage
+	var counts []string
+	for _, k := range sortedKeys(cov.ByStatus) {
+		counts = append(counts, fmt.Sprintf("%d %s", cov.ByStatus[k], k))
+	}
+	s.p("%d planned steps: %s.", cov.Steps, strings.Join(counts, ", "))
+	t := &table{head: []string{"Step", "Phase", "Status", "Class", "Attempts", "Reason"}}
+	for _, in := range r.ev.plan.Instances {
+		e := r.ev.final[in.Addr]
+		status, class, msg := Pending, "", ""
+		if e != nil {
+			status, class, msg = string(e.Status), string(e.Class), firstLine(e.Message)
+			if e.BlockedBy != "" && !strings.Contains(msg, e.BlockedBy) {
+				msg = strings.TrimSpace("blocked by " + e.BlockedBy + ". " + msg)
+			}
+		}
+		phase := in.Meta.Phase
+		if phase == "" {
+			phase = "—"
+		}
+		t.rows = append(t.rows, []string{in.Addr, phase, status, orDash(class), fmt.Sprint(r.ev.starts[in.Addr]), orDash(excerpt(msg, 200))})
+	}
+	s.tab(t)
+}
+
+func (r *Report) amendmentsSection(d *document) {
+	s := d.add("amendments", "Amendments")
+	if len(r.ev.amendments) == 0 {
+		s.p("None: the plan ran as frozen (plan sha256 %s).", r.Summary.PlanSHA256)
+		return
+	}
+	t := &table{head: []string{"#", "Time (UTC)", "Reason", "Diff summary", "Affected"}}
+	for _, a := range r.ev.amendments {
+		var aff []string
+		for _, c := range a.Diff.Campaign {
+			aff = append(aff, fmt.Sprintf("campaign.%s: %s → %s", c.Path, orAbsent(c.Old), orAbsent(c.New)))
+		}
+		for _, c := range a.Diff.Changes {
+			aff = append(aff, c.Kind+" "+c.Addr)
+		}
+		t.rows = append(t.rows, []string{fmt.Sprint(a.Number), a.Time, a.Reason, a.Summary, orDash(strings.Join(aff, "; "))})
+	}
+	s.tab(t)
+	s.p("Amendments are prospective: each was recorded only while every step it changes had not started. The effective plan hash is %s.", r.Summary.EffectivePlan)
+}
+
+func orAbsent(s string) string {
+	if s == "" {
+		return "(absent)"
+	}
+	return s
+}
+
+func (r *Report) gpuSection(d *document) {
+	s := d.add("gpu", "GPU observations")
+	if len(r.ev.gpuSamples) == 0 {
+		s.p("No GPU telemetry was recorded in this state directory. Nothing is said about power, temperature or clocks.")
+		return
+	}
+	s.p("Per block window, from the samples in each block's gpu.jsonl. Returned power samples can momentarily exceed the configured limit; repeated samples are not independent; these observations do not explain a performance difference or measure energy.")
+	t := &table{head: []string{"Block", "Window (UTC)", "GPU", "Samples", "Power W", "Temperature °C", "SM clock MHz", "Power limit W"}}
+	rg := func(x *Range) string {
+		if x == nil {
+			return "—"
+		}
+		return fmtF(x.Min, -1) + "–" + fmtF(x.Max, -1)
+	}
+	for _, b := range r.ev.blocks {
+		if len(b.gpu) == 0 {
+			continue
+		}
+		lo, hi := b.gpu[0].T, b.gpu[0].T
+		for _, g := range b.gpu {
+			if g.T.Before(lo) {
+				lo = g.T
+			}
+			if g.T.After(hi) {
+				hi = g.T
+			}
+		}
+		win := lo.Format("15:04:05") + "–" + hi.Format("15:04:05")
+		for _, g := range devices(b.gpu) {
+			t.rows = append(t.rows, []string{b.Addr, win, g.Device, fmt.Sprint(g.Samples), rg(g.PowerW), rg(g.TemperatureC), rg(g.SMClockMHz), orDash(joinF(g.PowerLimitW, "/"))})
+		}
+	}
+	s.tab(t)
+}
+
+func (r *Report) closureSection(d *document) {
+	s := d.add("closure", "Closure")
+	ev := r.ev
+	for _, in := range ev.plan.Instances {
+		if in.Type != "restore" {
+			continue
+		}
+		e := ev.final[in.Addr]
+		if e == nil {
+			s.p("%s did not run.", in.Addr)
+			continue
+		}
+		var rc struct {
+			Action    string `json:"action"`
+			Outcome   string `json:"outcome"`
+			Container struct {
+				ID      string `json:"ID"`
+				ImageID string `json:"ImageID"`
+			} `json:"container"`
+			Checks []struct {
+				Name   string `json:"name"`
+				OK     bool   `json:"ok"`
+				Detail string `json:"detail"`
+			} `json:"checks"`
+		}
+		path := e.Dir + "/receipt.json"
+		if err := ev.readJSON(path, &rc); err != nil {
+			s.p("%s: %s (%s); no receipt could be read: %v.", in.Addr, e.Status, orDash(string(e.Class)), err)
+			continue
+		}
+		passed := 0
+		var failed []string
+		for _, c := range rc.Checks {
+			if c.OK {
+				passed++
+			} else {
+				failed = append(failed, c.Name+": "+c.Detail)
+			}
+		}
+		s.p("%s: %s; receipt %s says action %s, outcome %s, %d/%d checks passed; container %s, image %s.",
+			in.Addr, e.Status, path, orDash(rc.Action), orDash(rc.Outcome), passed, len(rc.Checks), short(rc.Container.ID), orDash(rc.Container.ImageID))
+		s.list(failed)
+	}
+	o := ev.plan.Campaign.Outage
+	var begin, end *engine.Record
+	for i := range ev.outage {
+		if ev.outage[i].Kind == engine.KindOutageBegin && begin == nil {
+			begin = &ev.outage[i]
+		}
+		if ev.outage[i].Kind == engine.KindOutageEnd {
+			end = &ev.outage[i]
+		}
+	}
+	switch {
+	case begin == nil:
+		s.p("No outage was opened.")
+	case end == nil:
+		s.p("The outage opened by %s at %s has no end record: the incumbent was not verified restored.", begin.Step, begin.Time.UTC().Format("2006-01-02T15:04:05Z"))
+	default:
+		within := "within"
+		if o != nil && end.ElapsedS > o.BudgetS {
+			within = "over"
+		}
+		budget := "no budget declared"
+		if o != nil {
+			budget = fmt.Sprintf("%s s budget with %s s reserved for restore", fmtF(o.BudgetS, 0), fmtF(o.ReserveS, 0))
+		}
+		s.p("Outage opened by %s and closed by %s after %s s, %s the %s.", begin.Step, end.Step, fmtF(end.ElapsedS, 3), within, budget)
+	}
+	if ev.ended != nil {
+		s.p("Campaign end record: %s %s.", ev.ended.Status, strings.TrimSpace(firstLine(ev.ended.Message)))
+	}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return orDash(id)
+}
+
+func (r *Report) identitiesSection(d *document) {
+	s := d.add("identities", "Identities")
+	ev := r.ev
+	items := []string{
+		"Frozen plan sha256: " + r.Summary.PlanSHA256,
+		"Effective plan sha256: " + r.Summary.EffectivePlan + fmt.Sprintf(" (%d amendment(s))", r.Summary.Amendments),
+	}
+	if r.Summary.ManifestSHA256 != "" {
+		items = append(items, fmt.Sprintf("manifest.json sha256: %s (%d artefacts)", r.Summary.ManifestSHA256, ev.manifestN))
+	}
+	for _, rec := range ev.records {
+		if rec.Kind == engine.KindPlanFrozen {
+			for _, k := range sortedKeys(rec.Frozen) {
+				items = append(items, fmt.Sprintf("Frozen input %s sha256: %s", k, rec.Frozen[k]))
+			}
+			break
+		}
+	}
+	names, images, _ := r.targetImages()
+	for _, n := range names {
+		for _, img := range images[n] {
+			items = append(items, fmt.Sprintf("Target %s image: %s", n, img))
+		}
+	}
+	s.list(items)
+	if len(r.Summary.Integrity) == 0 {
+		s.p("Every requests.jsonl read for this report hashed to the sha256 the journal recorded, and the journal's hash chain verified. `rigor verify` re-hashes every artefact.")
+	} else {
+		s.p("Integrity problems met while reading the evidence:")
+		s.list(r.Summary.Integrity)
+	}
+}

@@ -1,0 +1,311 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
+)
+
+// planDoc is the part of the canonical plan JSON the report reads.
+type planDoc struct {
+	Campaign struct {
+		Name        string        `json:"name"`
+		Description string        `json:"description"`
+		Outage      *outageDoc    `json:"outage"`
+		Decision    *decisionRule `json:"decision"`
+		Frozen      []string      `json:"frozen"`
+	} `json:"campaign"`
+	Instances []instanceDoc `json:"instances"`
+}
+
+type outageDoc struct {
+	BudgetS  float64 `json:"budget_s"`
+	ReserveS float64 `json:"reserve_s"`
+}
+
+type instanceDoc struct {
+	Addr      string         `json:"addr"`
+	Type      string         `json:"type"`
+	Arm       string         `json:"arm"`
+	Cell      string         `json:"cell"`
+	Config    map[string]any `json:"config"`
+	DependsOn []string       `json:"depends_on"`
+	Meta      struct {
+		Always   bool    `json:"always"`
+		Phase    string  `json:"phase"`
+		TimeoutS float64 `json:"timeout_s"`
+		Outage   string  `json:"outage"`
+	} `json:"meta"`
+}
+
+// decisionRule mirrors plans.Decision as it appears in the canonical plan.
+type decisionRule struct {
+	Name                   string   `json:"name"`
+	PrimaryMetric          string   `json:"primary_metric"`
+	PrimaryCells           []string `json:"primary_cells"`
+	BaselineArm            string   `json:"baseline_arm"`
+	CandidateArm           string   `json:"candidate_arm"`
+	ProtectedCells         []string `json:"protected_cells"`
+	MinGain                float64  `json:"min_gain"`
+	MaxProtectedRegression float64  `json:"max_protected_regression"`
+	MatchedRepetitions     int      `json:"matched_repetitions"`
+}
+
+// evidence is everything read from a state directory before the records are
+// streamed.
+type evidence struct {
+	dir         string
+	plan        planDoc
+	planSHA256  string // frozen plan hash (plan/plan.sha256 via the journal)
+	effSHA256   string // effective plan hash, after amendments
+	amendments  []amendment
+	records     []engine.Record
+	chainErr    error
+	final       map[string]*engine.Record // last settling step_end per step
+	starts      map[string]int            // attempts started per step
+	manifestSHA string
+	manifestN   int
+	blocks      []*blockRef // every block step instance, in plan order
+	cells       []*cellRef
+	ended       *engine.Record
+	outage      []engine.Record          // outage_begin / outage_end records
+	startTime   map[string]engine.Record // step_start of the settling attempt
+	problems    []string                 // integrity problems met while reading
+	gpuSamples  []gpuSample
+}
+
+type amendment struct {
+	Number  int
+	Time    string
+	Reason  string
+	Summary string
+	Touched []string
+	Diff    plans.Diff
+	Path    string
+	SHA256  string
+}
+
+// blockRef is one block step instance of the plan and what the journal says about it.
+type blockRef struct {
+	Addr       string
+	Matrix     string // "" for a block step outside a matrix (pilot)
+	CellKey    string // matrix/arm/cN
+	Arm        string
+	Phase      string
+	Repetition int // 0 for priming
+	Conc       int
+	Requests   string // planned, as text: a number or "(known after …)"
+	Target     map[string]any
+	Workload   map[string]any
+	End        *engine.Record // settling step_end, nil when none
+	Attempts   int
+	stats      *blockStats
+	gpu        []gpuSample
+}
+
+// cellRef is one matrix cell: arm × concurrency of one matrix.
+type cellRef struct {
+	Key    string
+	Matrix string
+	Arm    string
+	Conc   int
+	Blocks []*blockRef
+}
+
+func loadEvidence(dir string) (*evidence, error) {
+	ev := &evidence{dir: dir, final: map[string]*engine.Record{}, starts: map[string]int{}, startTime: map[string]engine.Record{}}
+	recs, _, err := engine.ReadJournal(filepath.Join(dir, engine.JournalFile))
+	if err != nil {
+		if !errors.Is(err, engine.ErrChainBroken) || len(recs) == 0 {
+			return nil, fmt.Errorf("read journal: %w", err)
+		}
+		ev.chainErr = err // reported, not hidden
+		ev.problems = append(ev.problems, err.Error())
+	}
+	ev.records = recs
+	for i := range recs {
+		r := &recs[i]
+		switch r.Kind {
+		case engine.KindPlanFrozen:
+			ev.planSHA256 = r.PlanSHA256
+			ev.effSHA256 = r.PlanSHA256
+		case engine.KindAmendment:
+			ev.effSHA256 = r.PlanSHA256
+			ev.amendments = append(ev.amendments, amendment{Number: r.Amendment, Time: r.Time.UTC().Format("2006-01-02T15:04:05Z"),
+				Reason: r.Reason, Summary: r.Summary, Touched: r.Touched})
+		case engine.KindStepStart:
+			ev.starts[r.Step]++
+			ev.startTime[r.Step+"#"+strconv.Itoa(r.Attempt)] = *r
+		case engine.KindStepEnd:
+			if r.Status != engine.StatusInterrupted || ev.final[r.Step] == nil {
+				ev.final[r.Step] = r
+			}
+		case engine.KindOutageBegin, engine.KindOutageEnd:
+			ev.outage = append(ev.outage, *r)
+		case engine.KindCampaignEnd:
+			ev.ended = r
+		}
+	}
+	planJSON, _, err := engine.EffectivePlan(dir)
+	if err != nil {
+		return nil, fmt.Errorf("effective plan: %w", err)
+	}
+	if err := json.Unmarshal(planJSON, &ev.plan); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	for i := range ev.amendments {
+		a := &ev.amendments[i]
+		a.Path = fmt.Sprintf("%s/%04d.json", engine.AmendmentsDir, a.Number)
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(a.Path)))
+		if err != nil {
+			continue
+		}
+		a.SHA256 = plans.SHA256Hex(b)
+		var doc struct {
+			Diff plans.Diff `json:"diff"`
+		}
+		if json.Unmarshal(b, &doc) == nil {
+			a.Diff = doc.Diff
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, engine.ManifestFile)); err == nil {
+		ev.manifestSHA = plans.SHA256Hex(b)
+		var m engine.Manifest
+		if json.Unmarshal(b, &m) == nil {
+			ev.manifestN = len(m.Artefacts)
+		}
+	}
+	ev.collectBlocks()
+	return ev, nil
+}
+
+func (ev *evidence) collectBlocks() {
+	byCell := map[string]*cellRef{}
+	for _, in := range ev.plan.Instances {
+		if in.Type != "block" {
+			continue
+		}
+		b := &blockRef{Addr: in.Addr, Phase: in.Meta.Phase, Arm: in.Arm, End: ev.final[in.Addr], Attempts: ev.starts[in.Addr]}
+		b.Conc = int(num(in.Config["concurrency"]))
+		b.Repetition = int(num(in.Config["repetition"]))
+		b.Requests = text(in.Config["requests"])
+		b.Target, _ = in.Config["target"].(map[string]any)
+		b.Workload, _ = in.Config["workload"].(map[string]any)
+		if in.Cell != "" {
+			b.Matrix = matrixOf(in.Addr)
+			b.CellKey = b.Matrix + "/" + in.Cell
+			c := byCell[b.CellKey]
+			if c == nil {
+				c = &cellRef{Key: b.CellKey, Matrix: b.Matrix, Arm: in.Arm, Conc: b.Conc}
+				byCell[b.CellKey] = c
+				ev.cells = append(ev.cells, c)
+			}
+			c.Blocks = append(c.Blocks, b)
+		}
+		ev.blocks = append(ev.blocks, b)
+	}
+}
+
+// matrixOf returns "primary" for block.primary["arm/c1/r1"].
+func matrixOf(addr string) string {
+	base, _, _ := strings.Cut(addr, "[")
+	return strings.TrimPrefix(base, "block.")
+}
+
+// attemptDir is the directory of the settling attempt, relative to the state.
+func (b *blockRef) attemptDir() string {
+	if b.End == nil || b.End.Attempt == 0 {
+		return ""
+	}
+	return b.End.Dir
+}
+
+// measured reports whether the block enters its cell's statistics.
+func (b *blockRef) measured() bool { return b.Phase != "priming" && b.Repetition > 0 }
+
+// artefact returns the journal's record of a file of the settling attempt.
+func (b *blockRef) artefact(name string) (engine.Artefact, bool) {
+	if b.End == nil {
+		return engine.Artefact{}, false
+	}
+	for _, a := range b.End.Artefacts {
+		if a.Path == b.End.Dir+"/"+name {
+			return a, true
+		}
+	}
+	return engine.Artefact{}, false
+}
+
+// stepIdentity returns the identity outputs (image_id, container_id …) of a
+// deploy or restore step's settling record.
+func (ev *evidence) stepOutputs(addr string) map[string]any {
+	r := ev.final[addr]
+	if r == nil || len(r.Outputs) == 0 {
+		return nil
+	}
+	var m map[string]any
+	_ = json.Unmarshal(r.Outputs, &m)
+	return m
+}
+
+// stepAddrs lists every step of the plan in plan order.
+func (ev *evidence) stepAddrs() []string {
+	out := make([]string, 0, len(ev.plan.Instances))
+	for _, in := range ev.plan.Instances {
+		out = append(out, in.Addr)
+	}
+	return out
+}
+
+func (ev *evidence) instance(addr string) *instanceDoc {
+	for i := range ev.plan.Instances {
+		if ev.plan.Instances[i].Addr == addr {
+			return &ev.plan.Instances[i]
+		}
+	}
+	return nil
+}
+
+func num(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	case string:
+		f, _ := strconv.ParseFloat(x, 64)
+		return f
+	}
+	return 0
+}
+
+func text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
