@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/docker/go-units"
 	"github.com/rigor-bench/rigor/steps/internal/docker"
@@ -225,10 +223,7 @@ func (e *ExitedError) Unwrap() error { return docker.ErrContainerExited }
 // target's health_timeout, and gives up at once with an *ExitedError when the
 // container stops meanwhile.
 func WaitHealthyDocker(ctx context.Context, t Target, c *docker.Client, id string) error {
-	deadline := time.Now().Add(t.HealthTimeout)
-	hc := &http.Client{Timeout: 2 * time.Second}
-	var last string
-	for {
+	return waitHealthy(ctx, t, func(ctx context.Context) error {
 		ident, _, err := c.Inspect(ctx, id)
 		if err != nil {
 			return err
@@ -236,26 +231,8 @@ func WaitHealthyDocker(ctx context.Context, t Target, c *docker.Client, id strin
 		if !ident.Running() {
 			return &ExitedError{Identity: ident}
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.Endpoint+t.HealthPath, nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode/100 == 2 {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s%s not healthy within %s (last answer: %s)", t.Endpoint, t.HealthPath, t.HealthTimeout, last)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // IsExited reports whether err is a container that stopped, and returns it.

@@ -185,11 +185,21 @@ func Bool(v cty.Value, name string) bool {
 }
 
 // WaitHealthy polls the health endpoint until it answers 2xx or the bound passes.
-func WaitHealthy(ctx context.Context, t Target) error {
+func WaitHealthy(ctx context.Context, t Target) error { return waitHealthy(ctx, t, nil) }
+
+// waitHealthy is the one health poll: alive, when set, is asked first on every
+// round and ends the wait with its error (a container that exited will never turn
+// healthy, so waiting out the bound would only delay restore).
+func waitHealthy(ctx context.Context, t Target, alive func(context.Context) error) error {
 	deadline := time.Now().Add(t.HealthTimeout)
 	client := &http.Client{Timeout: 2 * time.Second}
 	var last string
 	for {
+		if alive != nil {
+			if err := alive(ctx); err != nil {
+				return err
+			}
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, t.Endpoint+t.HealthPath, nil)
 		resp, err := client.Do(req)
 		if err == nil {
