@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,6 +75,8 @@ step "restore" "incumbent" {
 }
 `
 
+var runSeq atomic.Int64
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -88,6 +91,9 @@ func freeAddr(t *testing.T) string {
 // directory. Host names are unique per case: simulated GPUs are process-global.
 func blockEnd(t *testing.T, name, limit, gateW, extraHost string, requests int) (engine.Record, string) {
 	t.Helper()
+	// Simulated GPUs (and a drift injected into them) live as long as the process:
+	// a fresh host name per run keeps -count=N runs independent.
+	name = fmt.Sprintf("%s_%d", name, runSeq.Add(1))
 	dir := t.TempDir()
 	src := fmt.Sprintf(gpuCampaign, name, freeAddr(t), limit, gateW, extraHost, requests)
 	// The host name is the sim GPU key: make it unique per test case.

@@ -73,7 +73,12 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	}
 	info, err := h.Inspect(t.Container)
 	switch {
-	case err == nil && info.Image != t.Image:
+	case err == nil && (info.Image != t.Image || info.Endpoint != "http://"+spec.Listen):
+		// A container of that name made from another image or serving another
+		// address is not this target: replace it rather than wait on the wrong port.
+		if err := h.Stop(info.ID); err != nil {
+			return engine.Failed(engine.ClassHealth, "stop stale container %s: %v", t.Container, err)
+		}
 		if err := h.Remove(info.ID); err != nil {
 			return engine.Failed(engine.ClassHealth, "remove stale container %s: %v", t.Container, err)
 		}
