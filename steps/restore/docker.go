@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/rigor-bench/rigor/engine"
-	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/deploy"
 	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/target"
@@ -141,15 +140,8 @@ func runDocker(ctx context.Context, sc *engine.StepContext, t target.Target, rc 
 		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
 	}
 	check("health", true, "%s%s answered 2xx", t.Endpoint, t.HealthPath)
-	for _, f := range (Step{}).Files(sc.Config) {
-		p := f
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(sc.BaseDir, p)
-		}
-		sum, err := plans.FileSHA256(p)
-		if !check("protected file", err == nil, "%s sha256 %s (the engine compared it with the frozen hash before restore)", f, sum) {
-			return engine.Failed(engine.ClassFrozenInputChanged, "protected file %s cannot be read: %v", f, err)
-		}
+	if r := verifyRestored(ctx, sc, t, check); r != nil {
+		return *r
 	}
 	if id, _, err = c.Inspect(ctx, id.ContainerID); err == nil {
 		id.Endpoint = t.Endpoint

@@ -24,6 +24,9 @@ var _ engine.FileInputs = Step{}
 var spec = hcldec.ObjectSpec{
 	"target":          &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
 	"protected_files": &hcldec.AttrSpec{Name: "protected_files", Type: cty.List(cty.String)},
+	// preflight lists commands run after health, e.g. [["sh", "-c", "curl -fsS $RIGOR_ENDPOINT/v1/models"]];
+	// without it the target's preflight applies.
+	"preflight": &hcldec.AttrSpec{Name: "preflight", Type: cty.List(cty.List(cty.String))},
 }
 
 // Spec is the schema of a restore step body.
@@ -153,8 +156,8 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
 	}
 	check("health", true, "%s%s answered 2xx", t.Endpoint, t.HealthPath)
-	for _, f := range (Step{}).Files(sc.Config) {
-		check("protected file", true, "%s unchanged since freeze (checked by the engine before restore)", f)
+	if r := verifyRestored(ctx, sc, t, check); r != nil {
+		return *r
 	}
 	rc.Outcome = "restored"
 	return engine.Succeeded(deploy.IdentityValue(info))
