@@ -35,6 +35,7 @@ var spec = hcldec.ObjectSpec{
 	"mode":            &hcldec.AttrSpec{Name: "mode", Type: cty.String},
 	"rate":            &hcldec.AttrSpec{Name: "rate", Type: cty.Number},
 	"request_timeout": &hcldec.AttrSpec{Name: "request_timeout", Type: cty.String},
+	"native_interval": &hcldec.AttrSpec{Name: "native_interval", Type: cty.String},
 }
 
 // Outputs of a block: what a freeze step or a report derives from.
@@ -88,7 +89,15 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		return engine.Failed(engine.ClassInternal, "create requests.jsonl: %v", err)
 	}
 	lc.OnRecord = progressHook(sc, lc.Requests)
+	interval := defaultNativeInterval
+	if s := target.Str(cfg, "native_interval"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			interval = d
+		}
+	}
+	stopNative := sampleNative(sc.Path("native-samples.jsonl"), t, interval)
 	result, runErr := loadgen.Run(ctx, lc, out)
+	stopNative()
 	_ = out.Sync()
 	out.Close()
 	if runErr != nil && result == nil {

@@ -385,7 +385,11 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 	}
 	row.Native = native
 	row.Concurrency = &RowConc{Requested: c.Conc, ClientObservedMax: maxConc,
-		EngineBasis: "not sampled during blocks: native gauges are scraped only before and after each block"}
+		EngineBasis: "not sampled: no gauge reading was taken during the measured blocks (native-samples.jsonl empty or absent)"}
+	if em, ok := ev.cellEngineMax(c); ok {
+		row.Concurrency.EngineRunningMax, row.Concurrency.EngineWaitingMax = &em.running, &em.waiting
+		row.Concurrency.EngineBasis = fmt.Sprintf("max of %d native gauge samples taken during the measured blocks (native-samples.jsonl)", em.samples)
+	}
 	row.GPU = ev.cellGPU(c)
 	return row
 }
