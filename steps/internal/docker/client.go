@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/docker/cli/cli/connhelper"
+	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
@@ -15,7 +17,7 @@ import (
 // Sentinel errors, wrapped with the object they concern.
 var (
 	ErrUnreachable      = errors.New("docker engine unreachable")
-	ErrSSHUnsupported   = errors.New("ssh:// docker hosts are not supported in this build")
+	ErrSSHUnsupported   = errors.New("cannot use this ssh:// docker host")
 	ErrNoSuchContainer  = errors.New("no such container")
 	ErrNoSuchImage      = errors.New("no such image")
 	ErrPortTaken        = errors.New("port already taken")
@@ -61,13 +63,24 @@ func Connect(ctx context.Context, host string) (*Client, error) {
 	if ok {
 		return c, nil
 	}
-	if strings.HasPrefix(url, "ssh://") {
-		return nil, fmt.Errorf("docker host %s: %w (use unix:// or tcp://, or forward the socket with ssh -L)", url, ErrSSHUnsupported)
-	}
 	opts := []client.Opt{client.WithAPIVersionNegotiation()}
-	if host == "" {
+	switch {
+	case strings.HasPrefix(url, "ssh://"):
+		// As the docker CLI does: run `ssh HOST docker system dial-stdio` and speak
+		// the Engine API over its stdio, so any host ssh reaches is a target.
+		// The host name reaches the ssh command line: refuse anything ssh could
+		// read as an option.
+		if u, perr := neturl.Parse(url); perr != nil || u.Hostname() == "" || strings.HasPrefix(u.Hostname(), "-") || u.RawQuery != "" {
+			return nil, fmt.Errorf("docker host %s: %w: use ssh://[user@]host[:port][/socket path]", url, ErrSSHUnsupported)
+		}
+		helper, err := connhelper.GetConnectionHelper(url)
+		if err != nil {
+			return nil, fmt.Errorf("docker host %s: %w: %v", url, ErrSSHUnsupported, err)
+		}
+		opts = append(opts, client.WithHost(helper.Host), client.WithDialContext(helper.Dialer))
+	case host == "":
 		opts = append([]client.Opt{client.FromEnv}, opts...)
-	} else {
+	default:
 		opts = append(opts, client.WithHost(url))
 	}
 	api, err := client.NewClientWithOpts(opts...)

@@ -19,9 +19,11 @@ func TestConnectErrorsNameTheHost(t *testing.T) {
 		host string
 		want error
 	}{
-		"closed tcp port":  {"tcp://127.0.0.1:1", ErrUnreachable},
-		"missing socket":   {"unix:///nonexistent/rigor-test.sock", ErrUnreachable},
-		"ssh not built in": {"ssh://user@127.0.0.1", ErrSSHUnsupported},
+		"closed tcp port": {"tcp://127.0.0.1:1", ErrUnreachable},
+		"missing socket":  {"unix:///nonexistent/rigor-test.sock", ErrUnreachable},
+		// ssh:// dials through the local ssh client; nothing listens on port 1.
+		"ssh, no sshd":         {"ssh://rigor@127.0.0.1:1", ErrUnreachable},
+		"ssh option smuggling": {"ssh://-oProxyCommand=sh", ErrSSHUnsupported},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
