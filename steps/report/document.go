@@ -312,7 +312,7 @@ func (r *Report) distributionSection(d *document) {
 	s := d.add("distributions", "Distributions and counters per cell")
 	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a p99 over fewer than %d samples is marked descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO.", loadgen.DescriptiveBelow)
 	t := &table{head: []string{"Cell", "n", "TTFO ms", "Visible TTFT ms", "Capacity TPOT ms", "E2E ms", "Decode tok/s", "Effective prefill tok/s", "Completion tokens"}}
-	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Client max concurrency"}}
+	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Client max concurrency", "Engine max running / waiting"}}
 	for _, row := range r.Summary.Rows {
 		if row.Timing == nil {
 			continue
@@ -333,14 +333,14 @@ func (r *Report) distributionSection(d *document) {
 			cached = fmtInt(int(*n.CachedTokens))
 		}
 		c.rows = append(c.rows, []string{row.CellID, pt, fmtPtr(n.PrefixCacheQueries, func(x float64) string { return fmtInt(int(x)) }),
-			fmtPtr(n.PrefixCacheHits, func(x float64) string { return fmtInt(int(x)) }), hr, cached, fmt.Sprint(row.Concurrency.ClientObservedMax)})
+			fmtPtr(n.PrefixCacheHits, func(x float64) string { return fmtInt(int(x)) }), hr, cached, fmt.Sprint(row.Concurrency.ClientObservedMax), engineMaxText(row.Concurrency)})
 	}
 	if len(t.rows) == 0 {
 		s.p("No measured block left records.")
 		return
 	}
 	s.tab(t)
-	s.p("Cache reuse below comes from the native counter deltas summed over the measured blocks and from usage.cached_tokens; engine running/waiting maxima are not sampled during blocks.")
+	s.p("Cache reuse below comes from the native counter deltas summed over the measured blocks and from usage.cached_tokens; engine running/waiting maxima come from the engine's own gauges read during the measured blocks (native-samples.jsonl), “not sampled” where no reading was taken.")
 	s.tab(c)
 }
 
@@ -663,4 +663,11 @@ func (r *Report) identitiesSection(d *document) {
 		s.p("Integrity problems met while reading the evidence:")
 		s.list(r.Summary.Integrity)
 	}
+}
+
+func engineMaxText(c *RowConc) string {
+	if c == nil || c.EngineRunningMax == nil || c.EngineWaitingMax == nil {
+		return "not sampled"
+	}
+	return fmt.Sprintf("%d / %d", *c.EngineRunningMax, *c.EngineWaitingMax)
 }
