@@ -160,3 +160,17 @@ step "restore" "incumbent" {
   timeout         = "5m"
   protected_files = ["fixtures/oracle.txt"]
 }
+
+# Pre-registered before any candidate traffic (seed 001, point 8): the candidate is
+# promoted only if C4 throughput gains 5% over the incumbent with C1 protected
+# within 3%, on 2 matched repetitions, and no compared cell lost a request.
+decision "promotion" {
+  primary_metric           = "aggregate_output_tok_s"
+  primary_cells            = ["c4"]
+  baseline_arm             = "incumbent_before"
+  candidate_arm            = "candidate_1"
+  protected_cells          = ["c1"]
+  min_gain                 = 0.05
+  max_protected_regression = 0.03
+  matched_repetitions      = 2
+}
