@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +38,9 @@ func TestAnalyzeHandComputed(t *testing.T) {
 		if got == nil || math.Abs(*got-want) > 1e-6 {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
+	}
+	if e.ArrivalSources[RecvKernel] != 1 {
+		t.Errorf("arrival sources %v", e.ArrivalSources)
 	}
 	if e.Matched != 1 || e.Unmatched != 1 || e.ChunkMismatches != 0 {
 		t.Errorf("matched %d unmatched %d mismatches %d, want 1 1 0", e.Matched, e.Unmatched, e.ChunkMismatches)
@@ -128,5 +133,35 @@ func TestOptionsValidateNamesTheOption(t *testing.T) {
 				t.Errorf("Validate() = %v, want mention of %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestArrivalFraming feeds the listener's request tracker a keep-alive stream split
+// at awkward places and checks each request gets the stamp of the read that carried
+// its first byte.
+func TestArrivalFraming(t *testing.T) {
+	tr := NewTruth()
+	c := &arrivalConn{truth: tr}
+	req := func(id, body string) string {
+		return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nx-request-id: " + id + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	}
+	stream := req("a", `{"k":1}`) + req("b", "") + req("c", strings.Repeat("z", 5000))
+	// Reads: first 10 bytes at 1, the rest of a and the first 3 bytes of b at 2,
+	// everything else at 3 except the last byte of c's body at 4.
+	i1, i2 := 10, len(req("a", `{"k":1}`))+3
+	c.track([]byte(stream[:i1]), 1, RecvKernel)
+	c.track([]byte(stream[i1:i2]), 2, RecvKernel)
+	c.track([]byte(stream[i2:len(stream)-1]), 3, RecvKernel)
+	c.track([]byte(stream[len(stream)-1:]), 4, RecvKernel)
+	c.track([]byte(req("d", "xy")), 5, RecvRead)
+	got := tr.Snapshot()
+	want := map[string]int64{"a": 1, "b": 2, "c": 3, "d": 5}
+	for id, ns := range want {
+		if got[id].RecvNS != ns {
+			t.Errorf("%s: arrival %d, want %d", id, got[id].RecvNS, ns)
+		}
+	}
+	if got["d"].RecvSource != RecvRead || c.state != 0 {
+		t.Errorf("d source %q, state %d", got["d"].RecvSource, c.state)
 	}
 }

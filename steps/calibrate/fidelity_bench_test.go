@@ -77,6 +77,15 @@ func BenchmarkFidelity(b *testing.B) {
 					b.ReportMetric(rep.CPUSecondsPer1k/py, "cpu/python")
 				}
 				b.ReportMetric(float64(res.Dial.InBlock), "in-block-dials")
+				// Separately labelled: the error of a TTFT taken from the scheduled send
+				// (measurement error + schedule lag), the lag itself, and the server's
+				// own queueing before its handler ran (inside the truth).
+				b.ReportMetric(*rep.TTFTScheduledMS.AbsP99, "ttft-sched-p99-ms")
+				b.ReportMetric(*rep.ScheduleLagMS.P99, "lag-p99-ms")
+				b.ReportMetric(*rep.ServerQueueMS.AbsP99, "srvqueue-p99-ms")
+				if rep.ArrivalSources[RecvKernel] != rep.Matched {
+					b.Errorf("arrival sources %v: want every request stamped by the kernel", rep.ArrivalSources)
+				}
 			}
 		})
 	}

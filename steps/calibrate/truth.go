@@ -16,15 +16,31 @@ import (
 const TruthPath = "/calibration/truth"
 
 // RequestTruth is what the server did for one request, in Unix nanoseconds of its
-// own clock: when its handler was entered, and when the first and last token-bearing
-// chunks were flushed.
+// own clock: when the request arrived, when its handler was entered, and when the
+// first and last token-bearing chunks were flushed.
 type RequestTruth struct {
-	RecvNS  int64 `json:"recv_ns"`
-	FirstNS int64 `json:"first_ns"`
-	LastNS  int64 `json:"last_ns"`
-	Chunks  int   `json:"chunks"`
-	Tokens  int   `json:"tokens"`
+	// RecvNS is the arrival of the request's first bytes: the kernel receive
+	// timestamp (SO_TIMESTAMPNS) of the socket read that returned them, or, where the
+	// kernel gives none, the clock right after that read (RecvSource says which).
+	// Zero when the request was not seen by the listener (then HandlerNS stands in).
+	RecvNS     int64  `json:"recv_ns"`
+	RecvSource string `json:"recv_source,omitempty"`
+	// HandlerNS is when the HTTP handler was entered: after the server parsed the
+	// request and after any wait for a goroutine. HandlerNS - RecvNS is the server's
+	// own queueing, which the truth must include and the client cannot see.
+	HandlerNS int64 `json:"handler_ns"`
+	FirstNS   int64 `json:"first_ns"`
+	LastNS    int64 `json:"last_ns"`
+	Chunks    int   `json:"chunks"`
+	Tokens    int   `json:"tokens"`
 }
+
+// Arrival sources of RequestTruth.RecvSource.
+const (
+	RecvKernel = "kernel"  // SO_TIMESTAMPNS of the read that returned the first bytes
+	RecvRead   = "read"    // the server's clock right after that read
+	RecvNone   = "handler" // not seen by the listener: handler entry stands in
+)
 
 // Truth collects RequestTruth by request ID. It is safe for concurrent use.
 type Truth struct {
@@ -48,7 +64,15 @@ func (t *Truth) entry(id string) *RequestTruth {
 func (t *Truth) Received(id string, at time.Time) {
 	ns := at.UnixNano()
 	t.mu.Lock()
-	t.entry(id).RecvNS = ns
+	t.entry(id).HandlerNS = ns
+	t.mu.Unlock()
+}
+
+// Arrived records the arrival of request id's first bytes at ns (Unix nanoseconds).
+func (t *Truth) Arrived(id string, ns int64, source string) {
+	t.mu.Lock()
+	r := t.entry(id)
+	r.RecvNS, r.RecvSource = ns, source
 	t.mu.Unlock()
 }
 
@@ -133,15 +157,17 @@ func ListenTruth(addr string, s Schedule) (*TruthServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	tcp, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: listen on %s: %w", addr, err)
 	}
+	// Every accepted connection stamps the arrival of each request it carries.
+	ln := &arrivalListener{Listener: tcp, truth: t}
 	ts := &TruthServer{Truth: t, srv: srv, ln: ln, done: make(chan struct{})}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			// Stamped on entry, before the body is read: the closest the handler gets
-			// to the request's arrival.
+			// Handler entry, for the record: the truth's start is the arrival
+			// stamped by the listener, before any of the server's queueing.
 			if id := r.Header.Get("X-Request-Id"); id != "" {
 				t.Received(id, time.Now())
 			}

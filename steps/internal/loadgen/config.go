@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -203,3 +204,39 @@ func (c Config) buildBody(index int) ([]byte, error) {
 
 // RequestID is the deterministic ID of request index.
 func (c Config) RequestID(index int) string { return fmt.Sprintf("%s/%d", c.IDPrefix, index) }
+
+// renderRequest renders request index as the exact bytes written to the socket: the
+// request line, the headers and the JSON body. Everything is built before the block
+// clock starts, so sending a request is one write of prepared bytes.
+func (c Config) renderRequest(index int) ([]byte, error) {
+	body, err := c.buildBody(index)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(c.requestURL())
+	if err != nil {
+		return nil, err
+	}
+	id := c.RequestID(index)
+	key := string(c.APIKey)
+	for _, v := range []string{u.Host, id, key} {
+		if strings.ContainsAny(v, "\r\n") {
+			return nil, errors.New("a header value contains CR or LF")
+		}
+	}
+	b := make([]byte, 0, len(body)+256)
+	b = append(b, "POST "...)
+	b = append(b, u.RequestURI()...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, u.Host...)
+	b = append(b, "\r\nUser-Agent: rigor-loadgen\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nX-Request-Id: "...)
+	b = append(b, id...)
+	if key != "" {
+		b = append(b, "\r\nAuthorization: Bearer "...)
+		b = append(b, key...)
+	}
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	return append(b, body...), nil
+}

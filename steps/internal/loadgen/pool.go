@@ -21,9 +21,9 @@ type warmConn struct {
 	at   time.Time
 }
 
-// pool pre-dials connections before the block and hands them to the transport as
-// its dial function, so the first requests of the block do not pay for TCP (and TLS)
-// setup. Dials made after warm-up are recorded separately.
+// pool pre-dials connections before the block and hands them to the block's
+// workers, so the first requests of the block do not pay for TCP (and TLS) setup.
+// Dials made after warm-up are recorded separately.
 type pool struct {
 	addr   string
 	dialFn func(ctx context.Context, addr string) (net.Conn, error)
@@ -103,21 +103,28 @@ func (p *pool) warmUp(ctx context.Context, n int) error {
 	return nil
 }
 
-// dial is the transport's DialContext (http) or DialTLSContext (https).
-func (p *pool) dial(ctx context.Context, _, addr string) (net.Conn, error) {
+// take hands out a warm connection, or nil when none is left. One older than
+// warmMaxAge is closed instead: the server may have dropped it.
+func (p *pool) take() *h1conn {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	for len(p.warm) > 0 {
 		w := p.warm[len(p.warm)-1]
 		p.warm = p.warm[:len(p.warm)-1]
-		if addr == p.addr && time.Since(w.at) < warmMaxAge {
-			p.mu.Unlock()
-			return w.conn, nil
+		if time.Since(w.at) < warmMaxAge {
+			c := newH1Conn(w.conn)
+			c.lastUsed = w.at
+			return c
 		}
 		w.conn.Close()
 	}
-	p.mu.Unlock()
+	return nil
+}
+
+// dial opens a connection during the block; it is recorded as an in-block dial.
+func (p *pool) dial(ctx context.Context) (*h1conn, error) {
 	t0 := time.Now()
-	c, err := p.dialFn(ctx, addr)
+	c, err := p.dialFn(ctx, p.addr)
 	d := time.Since(t0)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -127,7 +134,7 @@ func (p *pool) dial(ctx context.Context, _, addr string) (net.Conn, error) {
 	}
 	p.stats.InBlock++
 	p.stats.InBlockMS = append(p.stats.InBlockMS, durMS(d))
-	return c, nil
+	return newH1Conn(c), nil
 }
 
 // close closes unused warm connections.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -69,37 +68,48 @@ func nonEmpty(raw json.RawMessage) bool {
 	return true
 }
 
-// do sends request i, due at sched, and returns its record.
-func (r *runner) do(i int, sched time.Time) Record {
+// worker is one connection and the buffers that read it, owned by one goroutine at
+// a time. Everything in it is allocated before the block clock starts and reused by
+// every request the worker sends.
+type worker struct {
+	conn *h1conn // nil: dial on the next request
+	body body
+	sse  *sse.Reader
+}
+
+func newWorker(c *h1conn) *worker {
+	return &worker{conn: c, sse: sse.NewReader(nil, sse.WithReusedData(), sse.WithReadSize(connReadSize), sse.WithPreallocatedBuffer())}
+}
+
+func (w *worker) closeConn() {
+	if w.conn != nil {
+		w.conn.nc.Close()
+		w.conn = nil
+	}
+}
+
+// aLongTimeAgo is a deadline in the past: it interrupts a blocked read or write.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// do sends request i, due at sched, on w's connection and returns its record.
+func (r *runner) do(w *worker, i int, sched time.Time) Record {
 	rec := r.base(i)
 	rec.ScheduledAtMS = r.at(sched)
 	if r.blockCtx.Err() != nil {
 		rec.Outcome, rec.Error = Cancelled, "not sent: "+r.cancelReason()
 		return rec
 	}
-	// reqCtx is always cancellable: the post-[DONE] drain needs to abort it even
-	// when there is no per-request timeout.
-	reqCtx, cancel := context.WithCancel(r.blockCtx)
+	reqCtx, cancel := r.blockCtx, context.CancelFunc(func() {})
 	if r.cfg.RequestTimeout > 0 {
 		reqCtx, cancel = context.WithTimeout(r.blockCtx, r.cfg.RequestTimeout)
 	}
 	defer cancel()
 
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, r.url, bytes.NewReader(r.bodies[i]))
-	if err != nil { // unreachable with a validated URL; kept so nothing is silent
-		rec.Outcome, rec.Error = HTTPError, r.excerpt(err.Error())
-		return rec
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("X-Request-Id", rec.ID)
-	if r.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+string(r.cfg.APIKey))
-	}
-
 	// fail classifies a failure: cancellation and timeout are decided by which
-	// context ended, not by parsing the error text.
+	// context ended, not by parsing the error text. The connection is closed: its
+	// state is unknown.
 	fail := func(o Outcome, msg string) Record {
+		w.closeConn()
 		if r.blockCtx.Err() != nil {
 			o, msg = Cancelled, r.cancelReason()+": "+msg
 		} else if reqCtx.Err() != nil {
@@ -112,33 +122,65 @@ func (r *runner) do(i int, sched time.Time) Record {
 		return rec
 	}
 
+	// A connection idle for longer than warmMaxAge may have been closed by the
+	// server: a fresh one is dialled (and recorded) rather than risk failing the
+	// request for a reason that has nothing to do with the server under test.
+	if w.conn != nil && time.Since(w.conn.lastUsed) >= warmMaxAge {
+		w.closeConn()
+	}
+	if w.conn == nil {
+		c, err := r.pool.dial(reqCtx)
+		if err != nil {
+			rec.SendAtMS = r.at(time.Now())
+			return fail(HTTPError, "transport: dial: "+err.Error())
+		}
+		w.conn = c
+	}
+	c := w.conn
+	// Cancellation interrupts a blocked read or write through the deadline.
+	stop := context.AfterFunc(reqCtx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+	defer stop()
+
+	// The send stamp is taken right before the one write of the prepared request:
+	// the client's TTFT runs from here, and the time since the schedule is lag.
 	send := time.Now()
 	rec.SendAtMS = r.at(send)
 	lag := durMS(send.Sub(sched))
 	rec.ScheduleLagMS = &lag
-	resp, err := r.client.Do(req)
+	c.reused = true
+	if _, err := c.nc.Write(r.reqs[i]); err != nil {
+		return fail(HTTPError, "transport: write: "+err.Error())
+	}
+	resp, err := c.readHead()
 	if err != nil {
 		return fail(HTTPError, "transport: "+err.Error())
 	}
-	rec.HeadersAtMS = r.at(time.Now())
-	rec.HTTPStatus = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4*excerptLen))
-		resp.Body.Close()
-		return fail(HTTPError, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, body))
+	rec.HeadersAtMS = r.at(resp.headersAt)
+	rec.HTTPStatus = resp.status
+	w.body.c = c
+	w.body.reset(resp)
+	if resp.status < 200 || resp.status > 299 {
+		msg, _ := io.ReadAll(io.LimitReader(&w.body, 4*excerptLen))
+		return fail(HTTPError, fmt.Sprintf("HTTP %d: %s", resp.status, msg))
 	}
 
-	outcome, msg, done := r.stream(resp.Body, &rec)
+	outcome, msg, done := r.stream(w, &rec)
 	if !done {
-		resp.Body.Close()
 		return fail(outcome, msg)
 	}
-	// [DONE] seen: the request's timing is final. Read the chunked terminator so
-	// the connection goes back to the pool, bounded by drainLimit.
-	t := time.AfterFunc(drainLimit, cancel)
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	t.Stop()
-	resp.Body.Close()
+	// [DONE] seen: the request's timing is final. Read the rest of the body (the
+	// chunked terminator) so the connection can carry the next request, bounded by
+	// drainLimit; a connection that cannot be drained is closed.
+	if !w.body.Done() {
+		c.nc.SetReadDeadline(time.Now().Add(drainLimit))
+		io.Copy(io.Discard, io.LimitReader(&w.body, 1<<20))
+	}
+	if !stop() || !w.body.Done() || resp.close || c.r != c.w {
+		w.closeConn()
+	} else {
+		c.nc.SetDeadline(time.Time{})
+		c.lastUsed = time.Now()
+	}
 	rec.Outcome, rec.Error = outcome, msg
 	return rec
 }
@@ -146,8 +188,9 @@ func (r *runner) do(i int, sched time.Time) Record {
 // stream consumes the SSE body into rec. done reports a [DONE]-terminated stream,
 // in which case outcome is final; otherwise outcome and msg describe the failure,
 // still subject to the timeout/cancel reclassification in do.
-func (r *runner) stream(body io.Reader, rec *Record) (outcome Outcome, msg string, done bool) {
-	sr := sse.NewReader(body)
+func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, done bool) {
+	sr := w.sse
+	sr.Reset(&w.body)
 	var (
 		usage  *wireUsage
 		finish *string
@@ -198,32 +241,23 @@ func (r *runner) stream(body io.Reader, rec *Record) (outcome Outcome, msg strin
 			}
 			return OK, "", true
 		}
-		var c wireChunk
-		if err := json.Unmarshal(ev.Data, &c); err != nil {
+		c, err := parseChunk(ev.Data)
+		if err != nil {
 			rec.EndAtMS = r.at(ev.Received)
 			return StreamError, "malformed chunk: " + err.Error() + ": " + string(ev.Data), false
 		}
 		rec.Chunks++
-		if nonEmpty(c.Error) {
+		if c.err != nil {
 			rec.EndAtMS = r.at(ev.Received)
-			return StreamError, "in-band error: " + string(c.Error), false
+			return StreamError, "in-band error: " + string(c.err), false
 		}
-		if c.Usage != nil {
-			usage = c.Usage
+		if c.usage != nil {
+			usage = c.usage
 		}
-		var visible, reasoning bool
-		for _, ch := range c.Choices {
-			if nonEmpty(ch.Delta.Content) || nonEmpty(ch.Delta.ToolCalls) || nonEmpty(ch.Text) {
-				visible = true
-			}
-			if nonEmpty(ch.Delta.Reasoning) || nonEmpty(ch.Delta.ReasoningContent) {
-				reasoning = true
-			}
-			if ch.FinishReason != nil && *ch.FinishReason != "" {
-				f := *ch.FinishReason
-				finish = &f
-			}
+		if c.finish != nil {
+			finish = c.finish
 		}
+		visible, reasoning := c.visible, c.reasoning
 		// Role-only and usage-only chunks carry no token: they set neither TTFO
 		// nor last_token.
 		if visible || reasoning {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,14 +37,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		out = io.Discard
 	}
 	// Everything that costs CPU and does not need the clock happens first: prompts
-	// are generated and encoded before the block starts.
-	bodies := make([][]byte, cfg.Requests)
-	for i := range bodies {
-		b, err := cfg.buildBody(i)
+	// are generated, encoded and rendered into the exact request bytes, and every
+	// connection is dialled, before the block starts.
+	reqs := make([][]byte, cfg.Requests)
+	for i := range reqs {
+		b, err := cfg.renderRequest(i)
 		if err != nil {
 			return nil, fmt.Errorf("%w: request %d: %w", ErrConfig, i, err)
 		}
-		bodies[i] = b
+		reqs[i] = b
 	}
 	var offsets []time.Duration
 	if cfg.Mode == ModeOpen {
@@ -59,31 +59,26 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	if err := p.warmUp(ctx, cfg.Concurrency); err != nil {
 		return nil, err
 	}
-	tr := &http.Transport{
-		Proxy:               nil, // never route measurement traffic through an ambient proxy
-		MaxConnsPerHost:     cfg.Concurrency,
-		MaxIdleConns:        cfg.Concurrency,
-		MaxIdleConnsPerHost: cfg.Concurrency,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true, // a gzip layer would buffer and delay the stream
-		ForceAttemptHTTP2:   false,
-		ReadBufferSize:      64 << 10,
-		WriteBufferSize:     64 << 10,
-	}
-	tr.DialContext = p.dial    // http
-	tr.DialTLSContext = p.dial // https: the pool already did the handshake
 	defer p.close()
-	defer tr.CloseIdleConnections()
 
 	r := &runner{
 		cfg:     cfg,
-		client:  &http.Client{Transport: tr},
-		url:     cfg.requestURL(),
-		bodies:  bodies,
+		pool:    p,
+		reqs:    reqs,
 		out:     out,
 		records: make([]Record, cfg.Requests),
 		filled:  make([]bool, cfg.Requests),
 	}
+	// One worker state per connection, each with its buffers, made before the clock.
+	workers := make([]*worker, cfg.Concurrency)
+	for i := range workers {
+		workers[i] = newWorker(p.take())
+	}
+	defer func() {
+		for _, w := range workers {
+			w.closeConn()
+		}
+	}()
 
 	// The block clock: one time.Now gives both the UTC anchor and the monotonic
 	// origin, so the anchor is exact at offset 0.
@@ -98,9 +93,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	r.blockCtx = blockCtx
 
 	if cfg.Mode == ModeOpen {
-		r.openLoop(offsets)
+		r.openLoop(offsets, workers)
 	} else {
-		r.closedLoop()
+		r.closedLoop(workers)
 	}
 	// Requests never sent still get a record: the outcome table must sum to
 	// Requests whatever happened.
@@ -158,9 +153,8 @@ func arrivals(cfg Config) []time.Duration {
 
 type runner struct {
 	cfg      Config
-	client   *http.Client
-	url      string
-	bodies   [][]byte
+	pool     *pool
+	reqs     [][]byte // rendered requests
 	origin   time.Time
 	blockCtx context.Context
 
@@ -173,17 +167,17 @@ type runner struct {
 
 // closedLoop runs Concurrency workers; each sends its next request as soon as its
 // previous one is done, until exactly Requests have been claimed.
-func (r *runner) closedLoop() {
+func (r *runner) closedLoop(workers []*worker) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range r.cfg.Concurrency {
+	for _, w := range workers {
 		wg.Go(func() {
 			for r.blockCtx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= r.cfg.Requests {
 					return
 				}
-				r.finish(i, r.do(i, time.Now()))
+				r.finish(i, r.do(w, i, time.Now()))
 			}
 		})
 	}
@@ -193,8 +187,12 @@ func (r *runner) closedLoop() {
 // openLoop dispatches request i at origin+offsets[i], with at most Concurrency in
 // flight. A request that waits for a free slot keeps its scheduled time, so the wait
 // shows up as schedule lag and in its latencies.
-func (r *runner) openLoop(offsets []time.Duration) {
-	slots := make(chan struct{}, r.cfg.Concurrency)
+func (r *runner) openLoop(offsets []time.Duration, workers []*worker) {
+	// The free workers are the slots: a request takes one, with its connection.
+	slots := make(chan *worker, len(workers))
+	for _, w := range workers {
+		slots <- w
+	}
 	var wg sync.WaitGroup
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -210,14 +208,15 @@ dispatch:
 				break dispatch
 			}
 		}
+		var w *worker
 		select {
-		case slots <- struct{}{}:
+		case w = <-slots:
 		case <-r.blockCtx.Done():
 			break dispatch
 		}
 		wg.Go(func() {
-			defer func() { <-slots }()
-			r.finish(i, r.do(i, sched))
+			defer func() { slots <- w }()
+			r.finish(i, r.do(w, i, sched))
 		})
 	}
 	wg.Wait()

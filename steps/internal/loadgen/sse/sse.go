@@ -63,22 +63,34 @@ func WithMaxEventSize(n int) Option {
 	}
 }
 
+// WithPreallocatedBuffer allocates the read buffer when the Reader is made, rather
+// than on its first read.
+func WithPreallocatedBuffer() Option { return func(r *Reader) { r.prealloc = true } }
+
+// WithReusedData makes Event.Data valid only until the next call to Next: the
+// Reader then keeps one data buffer for all events instead of allocating one per
+// event. For callers that look at each event and let it go.
+func WithReusedData() Option { return func(r *Reader) { r.reuse = true } }
+
 // Reader frames events from an io.Reader. It is not safe for concurrent use.
 type Reader struct {
 	src      io.Reader
 	now      func() time.Time
 	readSize int
 	maxEvent int
+	reuse    bool
+	prealloc bool
 
 	buf       []byte // bytes not yet consumed; buf[:lineStart] is already processed
 	lineStart int    // start of the current (incomplete) line
 	scan      int    // where the search for the next '\n' resumes
 
-	// the event being assembled
-	typ     string
-	id      string
-	data    []byte
-	hasData bool
+	// the event being assembled; its data is data[dataStart:]
+	typ       string
+	id        string
+	data      []byte
+	dataStart int
+	hasData   bool
 
 	queue     []Event // completed events not yet returned
 	firstRead time.Time
@@ -93,7 +105,20 @@ func NewReader(src io.Reader, opts ...Option) *Reader {
 	for _, o := range opts {
 		o(r)
 	}
+	if r.prealloc {
+		r.buf = make([]byte, 0, 2*r.readSize)
+	}
 	return r
+}
+
+// Reset makes r read a new stream from src, keeping its buffers (and options).
+func (r *Reader) Reset(src io.Reader) {
+	data := r.data[:0]
+	if !r.reuse {
+		data = nil
+	}
+	*r = Reader{src: src, now: r.now, readSize: r.readSize, maxEvent: r.maxEvent, reuse: r.reuse,
+		buf: r.buf[:0], queue: r.queue[:0], data: data}
 }
 
 // FirstRead is the stamp of the first read that returned at least one byte (the
@@ -125,6 +150,12 @@ func (r *Reader) Next() (Event, error) {
 
 // fill performs one Read and processes what it returned.
 func (r *Reader) fill() {
+	// The queue is empty, so the caller has let go of every event returned.
+	r.queue = r.queue[:0]
+	if r.reuse && r.dataStart > 0 {
+		n := copy(r.data, r.data[r.dataStart:])
+		r.data, r.dataStart = r.data[:n], 0
+	}
 	if r.lineStart > 0 {
 		// Drop processed bytes. Only the current partial line moves, and only once
 		// per completed line, so a multi-MB line is not copied on every read.
@@ -206,7 +237,7 @@ func (r *Reader) line(line []byte, t time.Time) error {
 		}
 		r.data = append(r.data, value...)
 		r.hasData = true
-		if len(r.data) > r.maxEvent {
+		if len(r.data)-r.dataStart > r.maxEvent {
 			return fmt.Errorf("%w: %d bytes", ErrEventTooLarge, r.maxEvent)
 		}
 	case "event":
@@ -222,14 +253,19 @@ func (r *Reader) dispatch(t time.Time, unterminated bool) {
 		r.id = ""
 		return
 	}
-	ev := Event{Type: r.typ, Data: r.data, ID: r.id, Received: t, Unterminated: unterminated}
+	data := r.data[r.dataStart:len(r.data):len(r.data)]
+	ev := Event{Type: r.typ, Data: data, ID: r.id, Received: t, Unterminated: unterminated}
 	if ev.Data == nil {
 		ev.Data = []byte{}
 	}
-	ev.Done = r.hasData && r.typ == "" && string(r.data) == "[DONE]"
+	ev.Done = r.hasData && r.typ == "" && string(data) == "[DONE]"
 	r.queue = append(r.queue, ev)
-	// A fresh slice per event: the previous one now belongs to the caller.
-	r.typ, r.id, r.data, r.hasData = "", "", nil, false
+	r.typ, r.id, r.hasData = "", "", false
+	if r.reuse {
+		r.dataStart = len(r.data) // valid until the next fill, which runs after Next
+	} else {
+		r.data = nil // a fresh slice per event: the previous one now belongs to the caller
+	}
 	if ev.Done {
 		r.done = true
 	}
