@@ -87,8 +87,11 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 		}
 		if target.Bool(g, "identity") && t.Runtime == "sim" {
 			info, err := sim.GetHost(t.Host).Inspect(t.Container)
-			if err != nil || info.Status != sim.StatusRunning {
-				return st, fail(engine.ClassIdentity, name, "identity", "container %s is not running: %v", t.Container, err)
+			if err != nil {
+				return st, fail(engine.ClassIdentity, name, "identity", "container %s: %v", t.Container, err)
+			}
+			if info.Status != sim.StatusRunning {
+				return st, fail(engine.ClassIdentity, name, "identity", "container %s is %s, not running: another deploy took its place, or it stopped", t.Container, info.Status)
 			}
 			if info.OOMKilled {
 				return st, fail(engine.ClassOOM, name, "identity", "container %s was OOM-killed", t.Container)

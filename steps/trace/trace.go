@@ -105,8 +105,11 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	inspect := t.Runtime == "sim"
 	if inspect {
 		info, err := sim.GetHost(t.Host).Inspect(t.Container)
-		if err != nil || info.Status != sim.StatusRunning {
-			return engine.Failed(engine.ClassIdentity, "container %s on host %s is not running before the capture: %v", t.Container, t.Host, err)
+		if err != nil {
+			return engine.Failed(engine.ClassIdentity, "container %s on host %s before the capture: %v", t.Container, t.Host, err)
+		}
+		if info.Status != sim.StatusRunning {
+			return engine.Failed(engine.ClassIdentity, "container %s on host %s is %s before the capture, not running", t.Container, t.Host, info.Status)
 		}
 		rec.RuntimeIncarnation.Before = info.Incarnation
 	}

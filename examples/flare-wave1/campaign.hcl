@@ -1,0 +1,300 @@
+# Flare diagnostics wave 1 (seed 001), written as a rigor campaign and runnable on the
+# built-in simulator. Each numbered comment names the seed's point it expresses.
+#
+#   go run ./cmd/rigor plan show  examples/flare-wave1
+#   go run ./cmd/rigor plan apply examples/flare-wave1 --state runs/wave1
+#
+# On the simulator the seed's timings run time_scale times faster, and block_seconds
+# stands in for the seed's 120 s blocks; both are variables, stated in every result.
+
+campaign "flare-wave1" {
+  description = "Identify scheduler, graph/rank, kernel and delivery costs under the same two 300 W GPUs. No promotion."
+  # Request corpus settings, recipes and discovery files are hashed when the plan is
+  # frozen and re-checked before every step that names them.
+  frozen = ["fixtures/oracle.txt", "fixtures/discovery.json"]
+
+  # 4. 90-minute maximum model outage with 20 minutes reserved for restoration.
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+
+variable "port" {
+  type    = number
+  default = 18090
+}
+
+variable "time_scale" {
+  type        = number
+  default     = 0.01
+  description = "Simulator time scale (1 = the seed's real timings)."
+}
+
+variable "block_seconds" {
+  type        = number
+  default     = 1.2
+  description = "Target block duration for the pilot-derived counts (the seed uses 120)."
+}
+
+variable "trace_window" {
+  type        = string
+  default     = "100ms"
+  description = "Scheduler capture window: 1s on real hosts (seed 001); at time_scale 0.01, 100 ms of wall clock covers 10 s of modelled serving, more than the trace buffer holds in 1 s."
+}
+
+variable "api_key" {
+  type      = string
+  default   = ""
+  sensitive = true
+}
+
+# Two 300 W GPUs; power is observed, never set.
+host "node" {
+  runtime               = "sim"
+  gpus                  = "sim"
+  sim_gpus              = 2
+  sim_power_limit_watts = 300
+}
+
+target "incumbent" {
+  host            = host.node
+  container       = "wave1-incumbent"
+  profile         = "incumbent"
+  endpoint        = "http://127.0.0.1:${var.port}"
+  time_scale      = var.time_scale
+  api_key         = var.api_key
+  protected_files = ["fixtures/discovery.json"]
+}
+
+target "flare_control" {
+  host       = host.node
+  container  = "wave1-flare-control"
+  profile    = "flare"
+  endpoint   = "http://127.0.0.1:${var.port}"
+  time_scale = var.time_scale
+  api_key    = var.api_key
+}
+
+# The instrumented build: on real hosts its image comes from step.build; on the
+# simulator it is the flare profile with its scheduler-trace endpoint.
+target "flare_instrumented" {
+  host       = host.node
+  container  = "wave1-flare-instrumented"
+  profile    = "flare"
+  endpoint   = "http://127.0.0.1:${var.port}"
+  time_scale = var.time_scale
+  api_key    = var.api_key
+}
+
+# 3. Capacity workload: nominal context 10240 (not a measured token count), max
+# output 2048, temperature 1, top_p 0.95, reasoning max, API seed 42, unique prefixes.
+workload "capacity" {
+  corpus           = "synthetic-summary"
+  corpus_seed      = 4342
+  nominal_context  = 10240
+  max_tokens       = 2048
+  temperature      = 1
+  top_p            = 0.95
+  seed             = 42
+  reasoning_effort = "max"
+  prefixes         = "unique"
+}
+
+# 5. Extended lanes: nominal context 32768, repeated prefixes.
+workload "extended_repeated" {
+  corpus           = "synthetic-repeated-code"
+  corpus_seed      = 4642
+  nominal_context  = 32768
+  max_tokens       = 2048
+  temperature      = 1
+  top_p            = 0.95
+  reasoning_effort = "max"
+  prefixes         = "repeated"
+}
+
+# Gates before every block (amendment after the first C4 failure): exact container
+# incarnation, zero work queued or running, a healthy endpoint, both GPUs at 300 W.
+gate "before_block" {
+  health            = true
+  idle              = true
+  identity          = true
+  gpu_count         = 2
+  power_limit_watts = 300
+}
+
+# 1. Offline fixture/oracle checks before anything touches the target.
+step "exec" "oracle" {
+  command       = ["sh", "-c", "grep -c PASS fixtures/oracle.txt && ! grep -q FAIL fixtures/oracle.txt"]
+  inputs        = ["fixtures/oracle.txt"]
+  failure_class = "gate"
+  timeout       = "1m"
+}
+
+# Prove the client before trusting it.
+step "calibrate" "client" {
+  concurrency    = 4
+  tokens         = 32
+  requests       = 40
+  max_ttft_error = "25ms"
+  timeout        = "2m"
+}
+
+# 1. The incumbent: already running on a real host (identity only); started here.
+step "deploy" "incumbent" {
+  target  = target.incumbent
+  phase   = "setup"
+  timeout = "2m"
+}
+
+step "identity" "incumbent" {
+  target  = target.incumbent
+  timeout = "1m"
+}
+
+# 3. Pilot at C1 and C4, 16 requests.
+step "block" "pilot" {
+  for_each    = { c1 = 1, c4 = 4 }
+  target      = target.incumbent
+  workload    = workload.capacity
+  concurrency = each.value
+  requests    = 16
+  gates       = [gate.before_block]
+  phase       = "pilot"
+  timeout     = "600s"
+  uses        = ["gpu"]
+  depends_on  = [step.identity.incumbent, step.calibrate.client]
+}
+
+# 3. Counts targeting block_seconds, rounded up to a multiple of the concurrency,
+# at most 256, frozen before any Flare traffic (the seed's C1 = 52, C4 = 160).
+step "freeze" "counts" {
+  values = {
+    for k, b in step.block.pilot :
+    k => min(256, ceil_multiple(b.requests * var.block_seconds / b.elapsed_s, b.concurrency))
+  }
+}
+
+step "deploy" "flare_control" {
+  target  = target.flare_control
+  outage  = "begin"
+  timeout = "5m"
+}
+
+step "deploy" "flare_instrumented" {
+  target  = target.flare_instrumented
+  timeout = "5m"
+}
+
+# 6. A bounded 1 s scheduler capture under load: declared before the primary
+# matrix and using no GPU resource of its own, it starts with the first instrumented
+# block and overlaps it; both ranks must be present.
+step "trace" "under_load" {
+  target     = target.flare_instrumented
+  duration   = var.trace_window
+  ranks      = [0, 1]
+  uses       = ["trace"]
+  timeout    = "1m"
+  phase      = "diagnostic"
+  depends_on = [step.deploy.flare_instrumented]
+  on_failure = "continue"
+}
+
+# 7. Nsight Systems after the instrumented arm's unprofiled blocks, before the
+# incumbent comes back; absent here, it is recorded as tool_missing without
+# stopping the wave.
+step "nsys" "timeline" {
+  target     = target.flare_instrumented
+  where      = "host"
+  command    = ["sleep", "1"]
+  duration   = "2s"
+  timeout    = "2m"
+  phase      = "diagnostic"
+  uses       = ["gpu"]
+  depends_on = [step.block.primary["flare_instrumented/c4/r3"]]
+  on_failure = "continue"
+}
+
+step "deploy" "incumbent_after" {
+  target     = target.incumbent
+  timeout    = "5m"
+  depends_on = [step.nsys.timeline]
+}
+
+# 5. The extended lanes run on the instrumented build after the primary matrix.
+step "deploy" "flare_extended" {
+  target     = target.flare_instrumented
+  timeout    = "5m"
+  depends_on = [step.block.primary]
+}
+
+# 4. Primary clean matrix in ABBA order, C1/C4, one priming block and three measured
+# repetitions per cell, a 600 s hard bound per block.
+matrix "primary" {
+  workload    = workload.capacity
+  concurrency = [1, 4]
+  repetitions = 3
+  priming     = true
+  requests    = step.freeze.counts.values
+  timeout     = "600s"
+  gates       = [gate.before_block]
+  uses        = ["gpu"]
+
+  arm "incumbent_before" {
+    target = target.incumbent
+    setup  = [step.freeze.counts]
+  }
+  arm "flare_control" {
+    target = target.flare_control
+    setup  = [step.deploy.flare_control]
+  }
+  arm "flare_instrumented" {
+    target = target.flare_instrumented
+    setup  = [step.deploy.flare_instrumented]
+  }
+  arm "incumbent_after" {
+    target = target.incumbent
+    setup  = [step.deploy.incumbent_after]
+  }
+}
+
+# 5. Extended lanes, 8 requests, three repetitions, only if the outage budget allows
+# (the engine defers them otherwise) and the primary matrix did not stop the wave.
+matrix "extended" {
+  workload    = workload.extended_repeated
+  concurrency = [1, 4]
+  repetitions = 3
+  requests    = 8
+  timeout     = "600s"
+  gates       = [gate.before_block]
+  uses        = ["gpu"]
+
+  arm "flare_instrumented" {
+    target = target.flare_instrumented
+    setup  = [step.deploy.flare_extended]
+  }
+}
+
+# 8. Pre-registered decision rule: >= 5% primary gain, <= 3% protected regression,
+# three matched repetitions. The wave authorises no promotion; the rule is recorded.
+decision "promotion" {
+  primary_metric           = "aggregate_output_tok_s"
+  primary_cells            = ["c4"]
+  baseline_arm             = "incumbent_before"
+  candidate_arm            = "flare_control"
+  protected_cells          = ["c1"]
+  min_gain                 = 0.05
+  max_protected_regression = 0.03
+  matched_repetitions      = 3
+}
+
+# 9. Restore the exact incumbent; verify health, preflight and the protected
+# discovery files.
+step "restore" "incumbent" {
+  target          = target.incumbent
+  always          = true
+  outage          = "end"
+  timeout         = "10m"
+  protected_files = ["fixtures/discovery.json"]
+  preflight       = [["sh", "-c", "test -n \"$RIGOR_ENDPOINT\""]]
+}
