@@ -34,6 +34,9 @@ type exchange struct {
 	// event in buf, for OnChunk.
 	chunkPrefix   []byte
 	buf           []byte
+	room          int      // bytes reserved at the start of buf for a raw chunk's size line
+	raw           *rawConn // the hijacked connection, when streaming raw
+	complete      bool     // the response ended properly: a raw connection can be reused
 	chunkTokens   []int
 	bufTokens     int
 	chunkIndex    int
@@ -64,7 +67,10 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		return
 	}
 
-	ctx := r.Context()
+	// ctx ends when the client goes away or the server closes.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.closing, cancel)()
 	x := &exchange{s: s, ctx: ctx, w: w, req: req, words: wordSource{newRNG(req.plan.seed, saltContent)}, created: time.Now().Unix()}
 	x.j = &job{
 		promptTokens: req.promptTokens,
@@ -75,15 +81,21 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		ready:        make(chan struct{}),
 	}
 	if req.stream {
-		x.flusher, _ = w.(http.Flusher)
 		h := w.Header()
 		h.Set("Content-Type", "text/event-stream; charset=utf-8")
 		h.Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
 		// Headers go out before the engine takes the request, as with vLLM's
 		// StreamingResponse, so a client's first byte is not its first token.
-		if x.flusher != nil {
-			x.flusher.Flush()
+		if x.raw = hijackRaw(w, r, h, cancel); x.raw != nil {
+			x.room = chunkHeadRoom
+			x.buf = make([]byte, chunkHeadRoom, 4096)
+			defer func() { x.raw.finish(x.complete) }()
+		} else {
+			x.flusher, _ = w.(http.Flusher)
+			w.WriteHeader(http.StatusOK)
+			if x.flusher != nil {
+				x.flusher.Flush()
+			}
 		}
 		x.chunkPrefix = x.eventPrefix()
 	}
@@ -113,6 +125,9 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	switch {
 	case plan.fault == faultCut && sent == plan.faultAfter:
 		_ = x.flush()
+		if x.raw != nil {
+			return // finish closes the connection without the terminating chunk
+		}
 		// ErrAbortHandler makes net/http drop the connection without the terminating
 		// chunk, which is what a crashed or killed server looks like to a client.
 		x.release(finishAbort, arrived)
@@ -132,6 +147,9 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	reason = plan.finish
 	x.finishOK()
 }
+
+// pending is the number of buffered output bytes.
+func (x *exchange) pending() int { return len(x.buf) - x.room }
 
 // release takes the job out of the engine, wakes whoever its slot admits and records the
 // outcome. It is idempotent so the cut path can release before it panics.
@@ -193,7 +211,7 @@ func (x *exchange) waitUntil(due time.Time) error {
 	if d <= 0 {
 		// Behind schedule: keep coalescing, but not without bound, so that a far-behind
 		// stream still delivers steadily and notices a client that left.
-		if len(x.buf) >= maxCoalescedBytes {
+		if x.pending() >= maxCoalescedBytes {
 			return x.flush()
 		}
 		return nil
@@ -205,9 +223,7 @@ func (x *exchange) waitUntil(due time.Time) error {
 	select {
 	case <-x.timer.C:
 		return nil
-	case <-x.ctx.Done():
-		return errGone
-	case <-x.s.done:
+	case <-x.ctx.Done(): // the client went away or the server is closing
 		return errGone
 	}
 }
@@ -271,16 +287,25 @@ func (x *exchange) emit(reasoning bool, from, to int, last bool) {
 func (x *exchange) spaceBefore(t int) bool { return t != 0 && t != x.req.plan.reasoning }
 
 // flush writes the buffered events and accounts their tokens as sent.
-func (x *exchange) flush() error {
-	if len(x.buf) == 0 {
+func (x *exchange) flush() error { return x.flushOut(false) }
+
+// flushOut is flush; last says the response is complete with this write.
+func (x *exchange) flushOut(last bool) error {
+	if x.pending() == 0 {
 		return nil
 	}
-	_, err := x.w.Write(x.buf)
-	if err == nil && x.flusher != nil {
-		x.flusher.Flush()
+	var err error
+	if x.raw != nil {
+		_, err = x.raw.conn.Write(frame(x.buf))
+		x.complete = last && err == nil
+	} else {
+		_, err = x.w.Write(x.buf)
+		if err == nil && x.flusher != nil {
+			x.flusher.Flush()
+		}
 	}
 	sentAt := time.Now()
-	x.buf = x.buf[:0]
+	x.buf = x.buf[:x.room]
 	x.account(sentAt)
 	for _, n := range x.chunkTokens {
 		if x.s.cfg.OnChunk != nil {
@@ -319,7 +344,7 @@ func (x *exchange) finishInbandError() {
 	}
 	x.buf = append(x.buf, `data: {"error":{"message":"simulated engine failure","type":"InternalServerError","param":null,"code":500}}`+"\n\n"...)
 	x.buf = append(x.buf, "data: [DONE]\n\n"...)
-	_ = x.flush()
+	_ = x.flushOut(true)
 }
 
 func (x *exchange) finishOK() {
@@ -344,7 +369,7 @@ func (x *exchange) finishOK() {
 			x.buf = append(x.buf, "}\n\n"...)
 		}
 		x.buf = append(x.buf, "data: [DONE]\n\n"...)
-		_ = x.flush()
+		_ = x.flushOut(true)
 		return
 	}
 	x.account(time.Now())

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -33,17 +34,26 @@ func Listen(addr string, cfg Config) (*Running, error) {
 		}
 		return nil, fmt.Errorf("sim: listen on %s: %w", addr, err)
 	}
+	rl := newRecycleListener(ln)
 	rn := &Running{
 		srv:    srv,
-		ln:     ln,
+		ln:     rl,
 		served: make(chan struct{}),
-		http:   &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second},
+		http: &http.Server{
+			Handler:           srv,
+			ReadHeaderTimeout: 10 * time.Second,
+			// Streaming responses write their connection directly and hand it back
+			// through rl (see rawstream.go).
+			ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+				return context.WithValue(ctx, recycleKey{}, rl)
+			},
+		},
 	}
 	go func() {
 		defer close(rn.served)
 		// Serve returns ErrServerClosed after Close; any other error also ends the server,
 		// and Close still cleans up.
-		_ = rn.http.Serve(ln)
+		_ = rn.http.Serve(rl)
 	}()
 	return rn, nil
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,10 @@ type Server struct {
 	closed   bool
 	handlers sync.WaitGroup
 	done     chan struct{}
+	// closing is canceled with done, so that a streaming exchange can wait on one
+	// context for its client and for Close together.
+	closing     context.Context
+	cancelClose context.CancelFunc
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -44,6 +49,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	m := newMetrics()
 	s := &Server{cfg: cfg, m: m, eng: newEngine(cfg.Profile, cfg.TimeScale, m), done: make(chan struct{})}
+	s.closing, s.cancelClose = context.WithCancel(context.Background())
 	f := cfg.Faults
 	s.faults.Store(&f)
 	s.mux = http.NewServeMux()
@@ -111,6 +117,7 @@ func (s *Server) Close() {
 	if !s.closed {
 		s.closed = true
 		close(s.done)
+		s.cancelClose()
 	}
 	s.mu.Unlock()
 	s.handlers.Wait()
