@@ -1,6 +1,10 @@
-// Command rigor runs measurement campaigns on LLM serving stacks: it validates,
-// shows, graphs, applies and amends HCL campaign plans, reports status, verifies the
-// evidence of a state directory, and serves the built-in simulator.
-//
-// stdout carries results; logs and progress go to stderr.
+/*
+Command rigor runs measurement campaigns on LLM serving stacks: it validates, shows,
+graphs, applies and amends HCL campaign plans, reports status, verifies the evidence
+of a state directory, writes reports, and serves the built-in simulator.
+
+stdout carries results; logs and progress go to stderr. Each command file registers
+itself; argument parsing, the command's logic (in engine, plans and steps) and its
+rendering stay apart.
+*/
 package main

@@ -1,8 +1,10 @@
-// Command fidelityserver is the exact-schedule simulator of the calibration, as a
-// process of its own, so that the fidelity benchmark can pin it to one core and the
-// client to another. It prints its base URL on the first line of stdout, serves the
-// per-request truth (handler entry, first and last chunk flush) at
-// calibrate.TruthPath, and exits on SIGINT or SIGTERM.
+/*
+Command fidelityserver is the exact-schedule simulator of the calibration, as a
+process of its own, so that the fidelity benchmark can pin it to one core and the
+client to another. It prints its base URL on the first line of stdout, serves the
+per-request truth (handler entry, first and last chunk flush) at
+calibrate.TruthPath, and exits on SIGINT or SIGTERM.
+*/
 package main
 
 import (
