@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/rigor-bench/rigor/plans"
@@ -54,26 +56,17 @@ func describeInputChange(old, now *InputParts) string {
 	if old.ConfigSHA256 != now.ConfigSHA256 {
 		return "its evaluated configuration changed"
 	}
-	for _, f := range sortedKeys(now.Files) {
+	for _, f := range slices.Sorted(maps.Keys(now.Files)) {
 		if old.Files[f] != now.Files[f] {
 			return fmt.Sprintf("the content of %s changed", f)
 		}
 	}
-	for _, d := range sortedKeys(now.Deps) {
+	for _, d := range slices.Sorted(maps.Keys(now.Deps)) {
 		if old.Deps[d] != now.Deps[d] {
 			return fmt.Sprintf("the outputs of %s changed", d)
 		}
 	}
 	return "its set of inputs changed"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // hashArtefacts lists every file under dir with its size and sha256, paths relative

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
@@ -237,7 +239,7 @@ func (r *Report) gpuChart(name, title, unit string) (chart, error) {
 		}
 		byDev[s.Device] = append(byDev[s.Device], plotter.XY{X: s.T.Sub(t0).Seconds(), Y: *v})
 	}
-	for i, d := range sortedKeys(byDev) {
+	for i, d := range slices.Sorted(maps.Keys(byDev)) {
 		xy := byDev[d]
 		sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
 		l, err := plotter.NewLine(xy)

@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -465,7 +467,7 @@ func (r *Report) coverageSection(d *document) {
 	s := d.add("coverage", "Coverage ledger")
 	cov := r.Summary.Coverage
 	var counts []string
-	for _, k := range sortedKeys(cov.ByStatus) {
+	for _, k := range slices.Sorted(maps.Keys(cov.ByStatus)) {
 		counts = append(counts, fmt.Sprintf("%d %s", cov.ByStatus[k], k))
 	}
 	s.p("%d planned steps: %s.", cov.Steps, strings.Join(counts, ", "))
@@ -644,7 +646,7 @@ func (r *Report) identitiesSection(d *document) {
 	}
 	for _, rec := range ev.records {
 		if rec.Kind == engine.KindPlanFrozen {
-			for _, k := range sortedKeys(rec.Frozen) {
+			for _, k := range slices.Sorted(maps.Keys(rec.Frozen)) {
 				items = append(items, fmt.Sprintf("Frozen input %s sha256: %s", k, rec.Frozen[k]))
 			}
 			break

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -150,7 +152,7 @@ func devices(samples []gpuSample) []GPUDevice {
 		}
 	}
 	var out []GPUDevice
-	for _, k := range sortedKeys(by) {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		d := by[k]
 		for l := range limits[k] {
 			d.PowerLimitW = append(d.PowerLimitW, l)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,7 +71,7 @@ func row(t *testing.T, r *Report, cell string) *Row {
 	t.Helper()
 	x := r.rows[cell]
 	if x == nil {
-		t.Fatalf("no row %s; have %v", cell, sortedKeys(r.rows))
+		t.Fatalf("no row %s; have %v", cell, slices.Sorted(maps.Keys(r.rows)))
 	}
 	return x
 }

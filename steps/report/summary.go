@@ -3,8 +3,10 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -378,7 +380,7 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 			r := *native.PrefixCacheHits / *native.PrefixCacheQueries
 			native.PrefixHitRate = &r
 		}
-		native.Missing = sortedKeys(missing)
+		native.Missing = slices.Sorted(maps.Keys(missing))
 	}
 	if cachedRep > 0 {
 		native.CachedTokens = &cached
