@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -36,7 +37,15 @@ type globals struct {
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	// A bug must not reach the person at the terminal as a Go panic: say what
+	// happened, where the evidence is safe, and how to report it.
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "Error: internal error in rigor: %v\nThe journal is append-only and fsynced, so recorded evidence is intact; `rigor status --state DIR` shows where the run stopped, and the next `rigor plan apply` on that state restores first if an outage is open.\n%s", p, debug.Stack())
+			code = exitError1
+		}
+	}()
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := newRoot(g)
 	root.SetArgs(args)
