@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -103,6 +104,7 @@ type run struct {
 	outageBegin  time.Time
 	frozenHashes map[string]string
 	planArts     []ManifestEntry
+	outageMu     sync.Mutex // guards outageOpen and outageBegin
 }
 
 // Apply runs a plan against a state directory: it freezes the plan on first use,
@@ -373,7 +375,11 @@ func (r *run) event(e Event) {
 	r.opts.Observe(e)
 }
 
+// outageView may be called from running steps (StepContext.Outage) while the
+// scheduler opens or closes the outage, hence the lock.
 func (r *run) outageView() OutageView {
+	r.outageMu.Lock()
+	defer r.outageMu.Unlock()
 	o := r.plan.Campaign.Outage
 	v := OutageView{Open: r.outageOpen}
 	if o != nil {
@@ -617,7 +623,9 @@ func (r *run) start(inst *plans.Instance) (bool, error) {
 		if aerr != nil {
 			return false, aerr
 		}
+		r.outageMu.Lock()
 		r.outageOpen, r.outageBegin = true, rec.Time
+		r.outageMu.Unlock()
 		r.event(Event{Kind: "outage", Message: "outage opened by " + inst.Addr})
 	}
 	startRec, aerr := r.j.Append(Record{Kind: KindStepStart, Step: inst.Addr, Attempt: attempt, Dir: filepath.ToSlash(dir), InputsSHA256: sum, Inputs: parts})
@@ -810,7 +818,9 @@ func (r *run) finish(rr runResult) error {
 		if _, err := r.j.Append(Record{Kind: KindOutageEnd, Step: inst.Addr, ElapsedS: elapsed.Seconds(), BudgetS: r.outageView().Budget.Seconds(), ReserveS: r.outageView().Reserve.Seconds()}); err != nil {
 			return err
 		}
+		r.outageMu.Lock()
 		r.outageOpen = false
+		r.outageMu.Unlock()
 		r.event(Event{Kind: "outage", Message: fmt.Sprintf("outage closed by %s after %s", inst.Addr, elapsed.Truncate(time.Second)), Outage: OutageView{}})
 	case res.Status == StatusInterrupted:
 		if !inst.Meta.Always {
