@@ -19,10 +19,10 @@ import (
 var ErrGate = errors.New("calibration gate failed")
 
 // CPUScopeProcess names what CPUSeconds covers when the simulator runs in-process.
-const CPUScopeProcess = "process: the client and the in-process simulator together (getrusage RUSAGE_SELF around the block), an upper bound of the client's share"
+const CPUScopeProcess = "process: the client and the in-process simulator together (getrusage RUSAGE_SELF over the block clock), an upper bound of the client's share"
 
 // CPUScopeClient names what CPUSeconds covers when the server is another process.
-const CPUScopeClient = "client process only (getrusage RUSAGE_SELF around the block; the server is a separate process)"
+const CPUScopeClient = "client process only (getrusage RUSAGE_SELF over the block clock; the server is a separate process)"
 
 // Options configure one calibration run.
 type Options struct {
@@ -338,12 +338,13 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Report, error) {
 			user(r)
 		}
 	}
-	cpu0 := ProcessCPU()
 	res, runErr := loadgen.Run(ctx, cfg, out)
-	cpu := ProcessCPU() - cpu0
 	if res == nil {
 		return nil, runErr
 	}
+	// The block clock's window only: prompt rendering, dialling and the pre-block
+	// collection are setup, not the cost of streaming.
+	cpu := time.Duration(res.BlockCPUS * float64(time.Second))
 	return NewReport(o, res, records, ts.Truth.Snapshot(), cpu, CPUScopeProcess), runErr
 }
 

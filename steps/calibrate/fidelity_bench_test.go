@@ -56,14 +56,12 @@ func BenchmarkFidelity(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				records = records[:0]
-				cpu0 := ProcessCPU()
 				res, err := loadgen.Run(context.Background(), cfg, io.Discard)
-				cpu := ProcessCPU() - cpu0
 				if err != nil {
 					b.Fatal(err)
 				}
 				truth := fetchTruth(b, url)
-				rep := NewReport(o, res, records, truth, cpu, CPUScopeClient)
+				rep := NewReport(o, res, records, truth, time.Duration(res.BlockCPUS*float64(time.Second)), CPUScopeClient)
 				if rep.Unmatched > 0 {
 					b.Fatalf("%d requests unmatched; outcomes %v", rep.Unmatched, rep.Outcomes)
 				}

@@ -63,6 +63,9 @@ type Result struct {
 	SecondsPerRequest      float64 `json:"seconds_per_request"`
 	SlotSecondsPerRequest  float64 `json:"slot_seconds_per_request"`
 	Incomplete             bool    `json:"incomplete"` // some request was cancelled
+	// BlockCPUS is this process's CPU time (user + system) between the block clock's
+	// start and end: the client's cost, plus anything else the process runs.
+	BlockCPUS float64 `json:"block_cpu_s,omitempty"`
 }
 
 // Summarize computes everything in Result that the records alone determine, so a

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -89,6 +90,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 
 	// The block clock: one time.Now gives both the UTC anchor and the monotonic
 	// origin, so the anchor is exact at offset 0.
+	cpu0 := processCPU()
 	now := time.Now()
 	r.origin = now
 	anchors := &Anchors{Before: Anchor{UTC: now.UTC().Round(0), MonoMS: 0}}
@@ -118,12 +120,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		}
 	}
 	after := time.Now()
+	blockCPU := processCPU() - cpu0
 	anchors.After = Anchor{UTC: after.UTC().Round(0), MonoMS: durMS(after.Sub(r.origin))}
 
 	res := Summarize(r.records)
 	res.Concurrency = cfg.Concurrency
 	res.SlotSecondsPerRequest = SlotSecondsPerRequest(res.WallS, res.Requests, cfg.Concurrency)
 	res.Anchors = anchors
+	res.BlockCPUS = blockCPU.Seconds()
 	d := p.snapshot()
 	res.Dial = &d
 
@@ -265,4 +269,13 @@ func (r *runner) base(i int) Record {
 func (r *runner) at(t time.Time) *float64 {
 	v := durMS(t.Sub(r.origin))
 	return &v
+}
+
+// processCPU is this process's user plus system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
