@@ -103,8 +103,8 @@ type run struct {
 	outageOpen   bool
 	outageBegin  time.Time
 	frozenHashes map[string]string
-	planArts     []ManifestEntry
-	outageMu     sync.Mutex // guards outageOpen and outageBegin
+	manifest     []ManifestEntry // plan files plus every step_end's artefacts so far
+	outageMu     sync.Mutex      // guards outageOpen and outageBegin
 }
 
 // Apply runs a plan against a state directory: it freezes the plan on first use,
@@ -804,12 +804,18 @@ func (r *run) finish(rr runResult) error {
 		}
 	}
 	r.event(Event{Kind: "step_end", Addr: inst.Addr, Attempt: rr.attempt, Status: res.Status, Class: res.Class, Message: res.Message, Duration: time.Duration(rec.DurationS * float64(time.Second)), Always: inst.Meta.Always})
-	if r.planArts == nil {
-		if r.planArts, err = planArtefacts(r.opts.StateDir); err != nil {
+	// The manifest grows by this step's entries; the journal is read for it once per
+	// apply, not once per step.
+	if r.manifest == nil {
+		fixed, err := planArtefacts(r.opts.StateDir)
+		if err != nil {
 			return err
 		}
+		r.manifest = append(fixed, stepEntries(r.j.Records())...)
+	} else {
+		r.manifest = append(r.manifest, endEntries(written)...)
 	}
-	if err := writeManifestWith(r.opts.StateDir, r.j.Records(), r.planArts); err != nil {
+	if err := writeManifestEntries(r.opts.StateDir, r.manifest); err != nil {
 		return err
 	}
 	switch {

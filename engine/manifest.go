@@ -31,7 +31,7 @@ func writeManifest(stateDir string, recs []Record) error {
 	if err != nil {
 		return err
 	}
-	return writeManifestWith(stateDir, recs, fixed)
+	return writeManifestEntries(stateDir, append(fixed, stepEntries(recs)...))
 }
 
 // planArtefacts hashes the frozen plan and the amendments: files that do not change
@@ -50,16 +50,28 @@ func planArtefacts(stateDir string) ([]ManifestEntry, error) {
 	return out, nil
 }
 
-func writeManifestWith(stateDir string, recs []Record, fixed []ManifestEntry) error {
-	m := Manifest{Artefacts: append([]ManifestEntry{}, fixed...)}
+// stepEntries lists the artefacts the step_end records in recs account for.
+func stepEntries(recs []Record) []ManifestEntry {
+	var out []ManifestEntry
 	for _, r := range recs {
-		if r.Kind != KindStepEnd {
-			continue
-		}
-		for _, a := range r.Artefacts {
-			m.Artefacts = append(m.Artefacts, ManifestEntry{Artefact: a, Step: r.Step, Attempt: r.Attempt})
+		if r.Kind == KindStepEnd {
+			out = append(out, endEntries(r)...)
 		}
 	}
+	return out
+}
+
+func endEntries(r Record) []ManifestEntry {
+	out := make([]ManifestEntry, 0, len(r.Artefacts))
+	for _, a := range r.Artefacts {
+		out = append(out, ManifestEntry{Artefact: a, Step: r.Step, Attempt: r.Attempt})
+	}
+	return out
+}
+
+// writeManifestEntries writes manifest.json with the entries sorted by path.
+func writeManifestEntries(stateDir string, entries []ManifestEntry) error {
+	m := Manifest{Artefacts: append([]ManifestEntry{}, entries...)}
 	sort.Slice(m.Artefacts, func(i, j int) bool { return m.Artefacts[i].Path < m.Artefacts[j].Path })
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
