@@ -216,10 +216,9 @@ func loadConfig(sc *engine.StepContext, t target.Target) (loadgen.Config, error)
 		Mode: target.Str(cfg, "mode"), Rate: target.Num(cfg, "rate", 0),
 		IDPrefix: requestIDPrefix(sc, rep), Workload: wl, Repetition: rep,
 	}
-	if d, ok := sc.Instance.Meta.Timeout, true; ok && d > 0 {
+	lc.Timeout = (Step{}).DefaultTimeout()
+	if d := sc.Instance.Meta.Timeout; d > 0 {
 		lc.Timeout = d
-	} else {
-		lc.Timeout = (Step{}).DefaultTimeout()
 	}
 	if s := target.Str(cfg, "request_timeout"); s != "" {
 		d, err := time.ParseDuration(s)
