@@ -61,6 +61,13 @@ type StepContext struct {
 	Progress func(Progress)
 	// Outage reports the outage clock at the moment of the call.
 	Outage func() OutageView
+	// Pinned holds, for the names this step's PinnedInputs reported, the digest that
+	// first pinned each name (which may differ from what the step sees now: a restore
+	// still runs when a protected file changed, and names both in its receipt).
+	Pinned map[string]string
+	// RerunSafe is the plan's word that this step may run again after an attempt was
+	// interrupted (meta-argument rerun_safe); a block then uses new request IDs.
+	RerunSafe bool
 }
 
 // Path returns the path of an artefact in the attempt directory.

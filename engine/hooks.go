@@ -1,0 +1,34 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// PinnedInputs is implemented by step types whose inputs must stay exactly what they
+// were when first seen: a rendered corpus, the protected files of a target. Before
+// every start of such a step the engine asks for the digests of those inputs, by name
+// (for example "corpus workload.capacity c4" or "file fixtures/discovery.json"). The
+// first digest recorded under a name pins it (the plan_frozen record pins every
+// campaign.frozen file as "file <path>"); a later start that reports another digest
+// under the same name fails with the stop-class frozen_input_changed before the step
+// runs. An always-step (restore) still runs and fails afterwards, naming both digests.
+// The digests seen are recorded in the step_start record and passed to the step in
+// StepContext.Pinned.
+type PinnedInputs interface {
+	PinnedInputs(config cty.Value, baseDir string) (map[string]string, error)
+}
+
+// Refresher is implemented by step types that leave something running in the world
+// (a deployed target). Before a resumed apply schedules anything, the engine re-reads
+// the world as Terraform refreshes state: for each key it calls Refresh once, for the
+// latest instance under that key that succeeded, with its configuration and the
+// outputs the journal recorded. An error means the world no longer matches the
+// journal; the engine records it as class identity and never reuses the target.
+type Refresher interface {
+	// RefreshKey names what an instance put in place (the endpoint a target serves,
+	// say); only the latest succeeded instance per key is refreshed.
+	RefreshKey(config cty.Value) string
+	Refresh(ctx context.Context, config, outputs cty.Value) error
+}
