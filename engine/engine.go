@@ -105,6 +105,8 @@ type run struct {
 	frozenHashes map[string]string
 	manifest     []ManifestEntry // plan files plus every step_end's artefacts so far
 	outageMu     sync.Mutex      // guards outageOpen and outageBegin
+	historyMu    sync.Mutex      // guards history, which running steps read
+	history      []Ended
 }
 
 // Apply runs a plan against a state directory: it freezes the plan on first use,
@@ -235,6 +237,16 @@ func freeze(stateDir string, plan *plans.Plan, planJSON []byte, planHash string,
 
 // loadHistory marks steps settled by earlier applies and restores their outputs.
 func (r *run) loadHistory() error {
+	for _, rec := range r.j.Records() {
+		if rec.Kind != KindStepEnd || rec.Attempt == 0 {
+			continue
+		}
+		out, err := decodeOutputs(rec.Outputs, rec.OutputsType)
+		if err != nil {
+			return fmt.Errorf("journal record %d: outputs of %s: %w", rec.Seq, rec.Step, err)
+		}
+		r.addHistory(rec, out)
+	}
 	for addr, h := range r.st.steps {
 		if _, ok := r.plan.Instance(addr); !ok {
 			continue
@@ -677,6 +689,7 @@ func (r *run) start(inst *plans.Instance) (bool, error) {
 		Log:      r.opts.Log.With().Str("step", inst.Addr).Logger(),
 		Progress: func(p Progress) { r.opts.Observe(Event{Kind: "progress", Addr: inst.Addr, Progress: p}) },
 		Outage:   r.outageView,
+		History:  r.historyView,
 	}
 	r.running[inst.Addr] = inst
 	done := make(chan Result, 1)
@@ -794,6 +807,7 @@ func (r *run) finish(rr runResult) error {
 			a.end = &written
 		}
 	}
+	r.addHistory(written, res.Outputs)
 	if res.Status != StatusInterrupted || inst.Meta.Always {
 		r.terminal[inst.Addr] = &written
 	}
@@ -844,6 +858,19 @@ func (r *run) finish(rr runResult) error {
 		}
 	}
 	return nil
+}
+
+func (r *run) addHistory(rec Record, outputs cty.Value) {
+	typ, _, _ := strings.Cut(rec.Step, ".")
+	r.historyMu.Lock()
+	r.history = append(r.history, Ended{Addr: rec.Step, Type: typ, Attempt: rec.Attempt, Status: rec.Status, Class: rec.Class, Outputs: outputs, Seq: rec.Seq})
+	r.historyMu.Unlock()
+}
+
+func (r *run) historyView() []Ended {
+	r.historyMu.Lock()
+	defer r.historyMu.Unlock()
+	return append([]Ended(nil), r.history...)
 }
 
 func firstLine(s string) string {

@@ -68,6 +68,23 @@ type StepContext struct {
 	// RerunSafe is the plan's word that this step may run again after an attempt was
 	// interrupted (meta-argument rerun_safe); a block then uses new request IDs.
 	RerunSafe bool
+	// History lists, in journal order, every attempt that has ended, in this apply
+	// or an earlier one, with its outputs: how a block finds the identity its arm's
+	// deploy recorded and what the previous block on the same target saw.
+	History func() []Ended
+}
+
+// Ended is one ended attempt as History reports it.
+type Ended struct {
+	Addr    string
+	Type    string // the step type, e.g. "deploy"
+	Attempt int
+	Status  Status
+	Class   FailureClass
+	// Outputs are what the attempt produced, in its step type's output type, or
+	// cty.NilVal when it produced none.
+	Outputs cty.Value
+	Seq     int // the journal record that ended it
 }
 
 // Path returns the path of an artefact in the attempt directory.
