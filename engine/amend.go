@@ -112,6 +112,11 @@ func RecordAmendment(stateDir string, plan *plans.Plan, reason string, clock Clo
 		return nil, err
 	}
 	defer j.Close()
+	if st, err := replay(j.Records()); err != nil {
+		return nil, err
+	} else if st.lifecycle == LifecycleClosed {
+		return nil, fmt.Errorf("%w: the campaign is closed, and a closed campaign accepts no amendment", ErrAmendmentRefused)
+	}
 	started := map[string]bool{}
 	for _, r := range j.Records() {
 		if r.Kind == KindStepStart {
