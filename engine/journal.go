@@ -92,11 +92,11 @@ type Record struct {
 	// Window numbers the outage windows in outage_begin and outage_end records.
 	Window int `json:"window,omitempty"`
 	// Overrun marks an outage_end whose outage outlasted its budget.
-	Overrun bool `json:"overrun,omitempty"`
-	Signal       string            `json:"signal,omitempty"`
-	ElapsedS     float64           `json:"elapsed_s,omitempty"`
-	BudgetS      float64           `json:"budget_s,omitempty"`
-	ReserveS     float64           `json:"reserve_s,omitempty"`
+	Overrun  bool    `json:"overrun,omitempty"`
+	Signal   string  `json:"signal,omitempty"`
+	ElapsedS float64 `json:"elapsed_s,omitempty"`
+	BudgetS  float64 `json:"budget_s,omitempty"`
+	ReserveS float64 `json:"reserve_s,omitempty"`
 }
 
 // Journal is an append-only, fsynced, hash-chained JSON-lines file.

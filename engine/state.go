@@ -44,10 +44,10 @@ type replayed struct {
 	steps       map[string]*stepHistory
 	outageOpen  bool
 	outageBegin time.Time
-	window      int     // the number of the last outage window opened
+	window      int // the number of the last outage window opened
 	lifecycle   Lifecycle
-	ended       *Record // the campaign_end or campaign_closed that set the lifecycle
-	lastApply   int     // seq of the last apply_start (0 in journals older than it)
+	ended       *Record          // the campaign_end or campaign_closed that set the lifecycle
+	lastApply   int              // seq of the last apply_start (0 in journals older than it)
 	openRuns    []*attemptRecord // started, never ended: the previous apply died
 }
 

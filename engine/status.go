@@ -31,8 +31,8 @@ type StateStatus struct {
 	OutageWindow int          `json:"outage_window,omitempty"`
 	Ended        string       `json:"ended,omitempty"`
 	EndReason    string       `json:"end_reason,omitempty"`
-	Running     []string     `json:"running_or_crashed,omitempty"`
-	Steps       []StepStatus `json:"steps"`
+	Running      []string     `json:"running_or_crashed,omitempty"`
+	Steps        []StepStatus `json:"steps"`
 }
 
 // ReadStatus reads a state directory's journal into a status summary.

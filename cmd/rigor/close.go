@@ -13,10 +13,10 @@ func init() { extraCommands = append(extraCommands, newCloseCmd) }
 func newCloseCmd(g *globals) *cobra.Command {
 	var state, reason string
 	cmd := &cobra.Command{
-		Use:   "close --state DIR --reason TEXT",
-		Short: "Close a held campaign for good, with the reason recorded in its journal",
+		Use:     "close --state DIR --reason TEXT",
+		Short:   "Close a held campaign for good, with the reason recorded in its journal",
 		Example: `  rigor close --state runs/wave1 --reason "C4 failed twice; reviewed, no continuation"`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if state == "" {
 				return &exitError{code: exitUsage, msg: "--state is required: the campaign's state directory"}
