@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rigor-bench/rigor/plans"
@@ -29,7 +30,13 @@ func (r *run) loop() error {
 			}
 			// Nothing runs and nothing can start: the remaining steps wait on each
 			// other, which the plan's acyclic graph rules out. Say so rather than hang.
-			return fmt.Errorf("internal: scheduler stalled with %d unsettled step(s)", len(r.plan.Instances)-len(r.terminal)-len(r.parked))
+			var left []string
+			for _, inst := range r.plan.Instances {
+				if !r.settled(inst.Addr) {
+					left = append(left, inst.Addr)
+				}
+			}
+			return fmt.Errorf("internal: scheduler stalled with %d unsettled step(s): %s", len(left), strings.Join(left, ", "))
 		}
 		select {
 		case res := <-r.results:
@@ -91,18 +98,13 @@ func (r *run) schedule() error {
 	if r.ctx.Err() != nil && !r.interrupted {
 		r.noteInterrupt()
 	}
-	nonAlwaysPending := false
 	for _, inst := range r.plan.Instances {
-		if inst.Meta.Always || r.settled(inst.Addr) {
+		if inst.Meta.Always || r.settled(inst.Addr) || r.stopped == notStopped {
 			continue
 		}
-		if r.stopped != notStopped {
-			if _, running := r.running[inst.Addr]; !running {
-				r.settleUnrun(inst)
-				continue
-			}
+		if _, running := r.running[inst.Addr]; !running {
+			r.settleUnrun(inst)
 		}
-		nonAlwaysPending = true
 	}
 	// claimed holds the resources of running steps and of earlier steps still
 	// waiting, so a later step never overtakes an earlier one it clashes with.
@@ -117,7 +119,7 @@ func (r *run) schedule() error {
 		if _, ok := r.running[inst.Addr]; ok {
 			continue
 		}
-		if inst.Meta.Always && nonAlwaysPending {
+		if inst.Meta.Always && r.nonAlwaysPending() {
 			continue // always-steps run last, after everything else has settled
 		}
 		ready := true
@@ -152,6 +154,15 @@ func (r *run) schedule() error {
 		}
 	}
 	return nil
+}
+
+func (r *run) nonAlwaysPending() bool {
+	for _, inst := range r.plan.Instances {
+		if !inst.Meta.Always && !r.settled(inst.Addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // clashes: a step with no declared uses is exclusive and clashes with everything.
@@ -274,19 +285,23 @@ func (r *run) start(inst *plans.Instance) bool {
 		return fail(Failed(ClassEvidenceWrite, "not started: %v", r.evidenceErr))
 	}
 	absDir := filepath.Join(r.opts.StateDir, dir)
-	if err := os.MkdirAll(absDir, 0o755); err != nil {
-		werr := fmt.Errorf("%w: attempt directory %s: %v", ErrEvidenceWrite, dir, err)
+	mkErr := os.MkdirAll(absDir, 0o755)
+	if mkErr != nil {
+		werr := fmt.Errorf("%w: attempt directory %s: %v", ErrEvidenceWrite, dir, mkErr)
 		r.evidenceFailed(werr)
 		if !inst.Meta.Always {
 			return fail(Failed(ClassEvidenceWrite, "%v", werr))
 		}
-		// The restore runs anyway; its artefacts go where they can be written.
-		tmp, terr := os.MkdirTemp(r.opts.RescueDir, "rigor-attempt-*")
-		if terr != nil {
-			tmp = os.TempDir()
+	}
+	var rescued string
+	if inst.Meta.Always && r.evidenceErr != nil {
+		// The restore runs anyway; its receipt goes where it can be written, and the
+		// step_end says where.
+		tmp, terr := os.MkdirTemp(r.opts.RescueDir, "rigor-"+safeSegment(r.plan.Campaign.Name)+"-"+safeSegment(inst.Addr)+"-*")
+		if terr == nil {
+			absDir, rescued = tmp, tmp
+			r.event(Event{Kind: "alert", Addr: inst.Addr, Message: fmt.Sprintf("%s runs although the state directory cannot take evidence; its artefacts go to %s", inst.Addr, tmp)})
 		}
-		absDir = tmp
-		r.event(Event{Kind: "alert", Addr: inst.Addr, Message: fmt.Sprintf("%s cannot write its evidence into the state directory (%v); it runs anyway and writes to %s", inst.Addr, err, tmp)})
 	}
 	parent := r.ctx
 	if inst.Meta.Always {
@@ -356,6 +371,9 @@ func (r *run) start(inst *plans.Instance) bool {
 		if alwaysProblem != nil && res.Status == StatusSucceeded {
 			res = Result{Status: StatusFailed, Class: alwaysProblem.Class, Outputs: res.Outputs,
 				Message: alwaysProblem.Message + " (the step itself ran and succeeded)"}
+		}
+		if rescued != "" {
+			res.Message = strings.TrimSpace(res.Message + " (its artefacts were written to " + rescued + ": the state directory could not take them)")
 		}
 		r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
 	}()

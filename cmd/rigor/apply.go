@@ -224,6 +224,8 @@ func observer(g *globals) func(engine.Event) {
 			ev.Msg(msg)
 		case "outage", "note":
 			l.Warn().Str("outage", e.Outage.String()).Msg(e.Message)
+		case "alert":
+			l.Error().Str("outage", e.Outage.String()).Msg(e.Message)
 		case "progress":
 			view.update(e.Addr, e.Progress, clock())
 		}
