@@ -378,7 +378,7 @@ func TestCrashInterruptedStep(t *testing.T) {
 		attempts int
 	}{
 		"measured block is not re-sent": {safe: "false", wantRan: []string{"probe.restore"}, wantEnd: engine.EndHeld, attempts: 1},
-		"rerun_safe step runs again":     {safe: "true", wantRan: []string{"probe.block", "probe.after", "probe.restore"}, wantEnd: engine.EndCompleted, attempts: 2},
+		"rerun_safe step runs again":    {safe: "true", wantRan: []string{"probe.block", "probe.after", "probe.restore"}, wantEnd: engine.EndCompleted, attempts: 2},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)
