@@ -52,6 +52,9 @@ func newApplyCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "reason: %s\n", sum.Reason)
 			}
 			fmt.Fprintf(g.stdout, "state: %s (verify with `rigor verify --state %s`)\n", state, state)
+			if h, err := engine.JournalHead(state); err == nil {
+				fmt.Fprintf(g.stdout, "journal head %s (keep it: `rigor verify --head` checks that no record up to it was cut or rewritten)\n", h)
+			}
 			if sum.Status != "completed" && sum.Status != "closed" {
 				return &exitError{code: exitStopped}
 			}
