@@ -147,6 +147,12 @@ func VerifyState(stateDir string, opts VerifyOptions) (*VerifyReport, error) {
 	} else if !info.IsDir() {
 		return nil, fmt.Errorf("state directory %s is not a directory", stateDir)
 	}
+	// The walk does not descend into a symlink, so a state directory named through
+	// one is resolved first; inside it, a symlink is a problem of its own.
+	stateDir, err := filepath.EvalSymlinks(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
 	v := &verifier{dir: stateDir, rep: &VerifyReport{Problems: []Problem{}},
 		known: map[string]string{}, open: map[string]string{},
 		dirs: map[string]bool{PlanDir: true, AmendmentsDir: true, AttemptsDir: true, SignaturesDir: true},

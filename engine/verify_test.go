@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,8 +89,10 @@ func newFixture(t *testing.T, multiFile bool) *fixture {
 	return f
 }
 
-// expand puts the fixture's journal length in for {seq}.
-func (f *fixture) expand(s string) string { return strings.ReplaceAll(s, "{seq}", f.seqText()) }
+// expand puts the fixture's journal length in for {seq}, and the one after for {next}.
+func (f *fixture) expand(s string) string {
+	return strings.NewReplacer("{seq}", f.seqText(), "{next}", strconv.Itoa(f.seq+1)).Replace(s)
+}
 
 func (f *fixture) seqText() string { return strconv.Itoa(f.seq) }
 
@@ -130,20 +133,42 @@ func (f *fixture) rechain(edit func([]engine.Record) []engine.Record) {
 }
 
 // forge replaces probe.b's output and re-chains the journal to match it.
-func (f *fixture) forge() {
+func (f *fixture) forge() { f.t.Helper(); f.replace(f.art, []byte("forged output\n")) }
+
+// replace rewrites a recorded file, records its new hash and re-chains the journal.
+func (f *fixture) replace(rel string, content []byte) {
 	f.t.Helper()
-	forged := []byte("forged output\n")
-	must(f.t, os.WriteFile(f.path(f.art), forged, 0o644))
+	must(f.t, os.WriteFile(f.path(rel), content, 0o644))
 	f.rechain(func(recs []engine.Record) []engine.Record {
 		for i := range recs {
 			for j := range recs[i].Artefacts {
-				if recs[i].Artefacts[j].Path == f.art {
-					recs[i].Artefacts[j].SHA256, recs[i].Artefacts[j].Size = plans.SHA256Hex(forged), int64(len(forged))
+				if recs[i].Artefacts[j].Path == rel {
+					recs[i].Artefacts[j].SHA256, recs[i].Artefacts[j].Size = plans.SHA256Hex(content), int64(len(content))
 				}
 			}
 		}
 		return recs
 	})
+}
+
+// editAmendment rewrites amendments/0001.json through edit and re-records it, as a
+// forger would, so only its meaning can give it away.
+func (f *fixture) editAmendment(edit func(a map[string]any)) {
+	f.t.Helper()
+	b, err := os.ReadFile(f.path("amendments/0001.json"))
+	must(f.t, err)
+	var a map[string]any
+	must(f.t, json.Unmarshal(b, &a))
+	edit(a)
+	out, err := json.MarshalIndent(a, "", "  ")
+	must(f.t, err)
+	f.replace("amendments/0001.json", append(out, '\n'))
+}
+
+// lastRecord edits the journal's last record and re-chains.
+func (f *fixture) lastRecord(edit func(r *engine.Record)) {
+	f.t.Helper()
+	f.rechain(func(recs []engine.Record) []engine.Record { edit(&recs[len(recs)-1]); return recs })
 }
 
 // cut drops the journal's last n records (whole lines).
@@ -293,7 +318,61 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			},
 			path: engine.JournalFile, want: "after it was signed",
 		},
+		"journal: empty": {
+			tamper: func(f *fixture) engine.VerifyOptions { f.write(engine.JournalFile, ""); return engine.VerifyOptions{} },
+			path:   engine.JournalFile, want: "holds no records",
+		},
+		"journal: does not start with plan_frozen": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.rechain(func(recs []engine.Record) []engine.Record { return recs[1:] })
+				return engine.VerifyOptions{}
+			},
+			path: engine.JournalFile, want: "record 1 is step_start, not plan_frozen",
+		},
+		"journal: a second plan_frozen record": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.rechain(func(recs []engine.Record) []engine.Record { return append(recs, recs[0]) })
+				return engine.VerifyOptions{}
+			},
+			path: engine.JournalFile, want: "holds 2 plan_frozen records (the second is record {next})",
+		},
+		"journal: a file recorded twice": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.lastRecord(func(r *engine.Record) {
+					for _, rec := range f.records() {
+						if rec.Step == "probe.b" && rec.Kind == engine.KindStepEnd {
+							r.Artefacts = append(r.Artefacts, rec.Artefacts...)
+						}
+					}
+				})
+				return engine.VerifyOptions{}
+			},
+			path: "attempts/probe.b/1/out.txt", want: "recorded twice: by journal record 5 (step_end of probe.b attempt 1) and by journal record {seq} (amendment 1)",
+		},
+		"journal: an attempt directory outside the state directory": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.rechain(func(recs []engine.Record) []engine.Record { recs[1].Dir = "attempts/../../x"; return recs })
+				return engine.VerifyOptions{}
+			},
+			path: engine.JournalFile, want: `names directory "attempts/../../x", which is not inside the state directory`,
+		},
 		// signatures/
+		"signatures: head file that holds no head": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.sign()
+				f.write("signatures/head-{seq}.txt", "the latest\n")
+				return engine.VerifyOptions{}
+			},
+			path: "signatures/head-{seq}.txt", want: `does not hold the head of record {seq} as "{seq}:SHA256\n"`,
+		},
+		"signatures: signature without its head file": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.sign()
+				f.remove("signatures/head-{seq}.txt")
+				return engine.VerifyOptions{}
+			},
+			path: "signatures/head-{seq}.txt.sig", want: "signs head-{seq}.txt, which is missing",
+		},
 		"signatures: forged, re-chained and re-signed with another key": {
 			tamper: func(f *fixture) engine.VerifyOptions {
 				f.sign()
@@ -462,6 +541,41 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			tamper: func(f *fixture) engine.VerifyOptions { f.remove("amendments/0001.json"); return engine.VerifyOptions{} },
 			path:   "amendments/0001.json", want: "missing (recorded by journal record {seq} (amendment 1))",
 		},
+		"amendments: record numbered out of order": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.lastRecord(func(r *engine.Record) { r.Amendment = 2 })
+				return engine.VerifyOptions{}
+			},
+			path: engine.JournalFile, want: "journal record {seq} (amendment 2) should be amendment 1",
+		},
+		"amendments: 0001.json re-recorded with another number": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.editAmendment(func(a map[string]any) { a["number"] = 2 })
+				return engine.VerifyOptions{}
+			},
+			path: "amendments/0001.json", want: "says it is amendment 2, but journal record {seq} (amendment 1) recorded amendment 1",
+		},
+		"amendments: 0001.json re-recorded with another plan hash": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.editAmendment(func(a map[string]any) { a["plan_sha256"] = strings.Repeat("ab", 32) })
+				return engine.VerifyOptions{}
+			},
+			path: "amendments/0001.json", want: "plan_sha256 abababab",
+		},
+		"amendments: 0001.json re-recorded with another plan": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.editAmendment(func(a map[string]any) { a["plan"].(map[string]any)["forged"] = true })
+				return engine.VerifyOptions{}
+			},
+			path: "amendments/0001.json", want: "its plan does not hash to its plan_sha256",
+		},
+		"amendments: 0001.json re-recorded with another previous plan": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.editAmendment(func(a map[string]any) { a["previous_plan_sha256"] = strings.Repeat("cd", 32) })
+				return engine.VerifyOptions{}
+			},
+			path: "amendments/0001.json", want: "previous_plan_sha256 cdcdcdcd",
+		},
 		"amendments: stray file": {
 			tamper: func(f *fixture) engine.VerifyOptions {
 				f.write("amendments/0002.json", "{}\n")
@@ -601,6 +715,16 @@ func TestVerifyReportsCoverage(t *testing.T) {
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Fatalf("report (-want +got):\n%s", diff)
 	}
+	// lock.pid left by a killed apply is noted, not evidence.
+	f.write("lock.pid", "99999999\n")
+	rep, err = engine.VerifyState(f.state, engine.VerifyOptions{})
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("%v\n%s", err, problemText(rep.Problems))
+	}
+	if !slices.Contains(rep.Notes, "lock.pid: process 99999999, which wrote it, is not running here (killed, or the state was copied); not evidence") {
+		t.Fatalf("notes: %q", rep.Notes)
+	}
+	f.remove("lock.pid")
 	// Records appended after the signed head are said to be outside it.
 	j, err := engine.OpenJournal(f.path(engine.JournalFile), f.clock)
 	must(t, err)
@@ -649,8 +773,13 @@ step "probe" "restore" { always = true }
 		must(t, <-done)
 		rep, err := engine.VerifyState(crashed, engine.VerifyOptions{})
 		must(t, err)
-		if !named(rep.Problems, "attempts/probe.b/1/out.txt", "never recorded its artefacts (journal record 4 (step_start of probe.b attempt 1) has no step_end") {
+		// The copy holds this test's pid in lock.pid, as a state under a running apply does.
+		running := fmt.Sprintf("rigor process %d may still be running it", os.Getpid())
+		if !named(rep.Problems, "attempts/probe.b/1/out.txt", "never recorded its artefacts (journal record 4 (step_start of probe.b attempt 1) has no step_end: "+running) {
 			t.Fatalf("the crashed state's open attempt must be reported:\n%s", problemText(rep.Problems))
+		}
+		if diff := cmp.Diff([]string{fmt.Sprintf("lock.pid: rigor process %d holds this state directory; an attempt it is running is not yet covered by a hash", os.Getpid())}, rep.Notes); diff != "" {
+			t.Fatalf("notes (-want +got):\n%s", diff)
 		}
 		// The next apply recovers it; sleep is shortened by cancelling the re-run.
 		h.state = crashed
@@ -663,6 +792,20 @@ step "probe" "restore" { always = true }
 			t.Fatalf("a recovered state must verify: %v\n%s", err, problemText(rep.Problems))
 		}
 	})
+}
+
+// TestVerifyThroughSymlink: a state directory named through a symlink is still
+// walked whole.
+func TestVerifyThroughSymlink(t *testing.T) {
+	f := newFixture(t, false)
+	f.write("plan/notes.hcl", "# later\n")
+	link := filepath.Join(f.dir, "link")
+	must(t, os.Symlink(f.state, link))
+	rep, err := engine.VerifyState(link, engine.VerifyOptions{})
+	must(t, err)
+	if !named(rep.Problems, "plan/notes.hcl", "stray file") {
+		t.Fatalf("the stray file was not found through the symlink:\n%s", problemText(rep.Problems))
+	}
 }
 
 // TestVerifyOlderJournals: a journal written before plan_frozen and amendment
