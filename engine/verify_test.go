@@ -500,6 +500,13 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			},
 			path: engine.ManifestFile, want: "lists attempts/probe.x/1/out.txt",
 		},
+		"manifest: an entry listed twice": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				f.editManifest(func(m *engine.Manifest) { m.Artefacts = append(m.Artefacts, m.Artefacts[0]) })
+				return engine.VerifyOptions{}
+			},
+			path: engine.ManifestFile, want: "lists amendments/0001.json twice",
+		},
 		"manifest: truncated": {
 			tamper: func(f *fixture) engine.VerifyOptions { f.truncate(engine.ManifestFile); return engine.VerifyOptions{} },
 			path:   engine.ManifestFile, want: "does not parse",
@@ -611,6 +618,10 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			},
 			path: "attempts/probe.b/1/extra.txt", want: "stray file: no journal record accounts for it",
 		},
+		"attempts: files of an attempt whose step_end was cut": {
+			tamper: func(f *fixture) engine.VerifyOptions { f.cut(3); return engine.VerifyOptions{} },
+			path:   "attempts/probe.restore/1/out.txt", want: "written by an attempt that never recorded its artefacts (journal record 8 (step_start of probe.restore attempt 1) has no step_end: the apply crashed, or the journal's tail with its step_end was cut); not covered by any hash",
+		},
 		"attempts: stray empty directory": {
 			tamper: func(f *fixture) engine.VerifyOptions {
 				must(t, os.MkdirAll(f.path("attempts/probe.b/2"), 0o755))
@@ -629,6 +640,13 @@ func TestVerifyDetectsTampering(t *testing.T) {
 				return engine.VerifyOptions{}
 			},
 			path: "extra/data.json", want: "stray file",
+		},
+		"root: stray symlink": {
+			tamper: func(f *fixture) engine.VerifyOptions {
+				must(t, os.Symlink("attempts", f.path("latest")))
+				return engine.VerifyOptions{}
+			},
+			path: "latest", want: "not a regular file (L---------): a state directory holds only the files rigor wrote",
 		},
 		"root: lock file with content": {
 			tamper: func(f *fixture) engine.VerifyOptions { f.write("lock", "x"); return engine.VerifyOptions{} },
@@ -830,10 +848,19 @@ func TestVerifyOlderJournals(t *testing.T) {
 	}
 	f.flip("plan/frozen.hcl")
 	f.write("plan/plan.sha256", "0\n")
+	f.remove("plan/plan.json")
+	f.remove("amendments/0001.json")
 	rep, err = engine.VerifyState(f.state, engine.VerifyOptions{})
 	must(t, err)
-	if !named(rep.Problems, "plan/frozen.hcl", "manifest.json is the only record of this file") || !named(rep.Problems, "plan/plan.sha256", "does not hold the frozen plan hash") {
-		t.Fatalf("tampering with an older state's plan must still show:\n%s", problemText(rep.Problems))
+	for path, want := range map[string]string{
+		"plan/frozen.hcl":      "manifest.json is the only record of this file",
+		"plan/plan.sha256":     "does not hold the frozen plan hash",
+		"plan/plan.json":       "missing (written at freeze, journal record 1)",
+		"amendments/0001.json": "missing (recorded by journal record " + f.seqText() + " (amendment 1))",
+	} {
+		if !named(rep.Problems, path, want) {
+			t.Errorf("tampering with an older state must still show %s: %q:\n%s", path, want, problemText(rep.Problems))
+		}
 	}
 }
 
