@@ -366,25 +366,35 @@ func (r *run) flushEvidence(sum *Summary) {
 }
 
 // freeze writes the plan into the state directory and opens the journal with it,
-// pinning the campaign's frozen files and every pinned input already known.
+// pinning the campaign's frozen files and every pinned input already known. The
+// plan_frozen record carries the size and sha256 of every file written under plan/,
+// so `rigor verify` can check each byte against the journal.
 func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, planHash string, j *Journal) error {
-	dir := filepath.Join(stateDir, PlanDir)
-	if len(plan.Sources) == 1 {
-		if err := writeFileOnce(filepath.Join(dir, "frozen.hcl"), plan.Sources[0].Bytes); err != nil {
+	var arts []Artefact
+	write := func(name string, b []byte) error {
+		a, err := writeEvidence(stateDir, PlanDir+"/"+name, b)
+		if err != nil {
 			return fmt.Errorf("freeze plan: %w", err)
+		}
+		arts = append(arts, a)
+		return nil
+	}
+	if len(plan.Sources) == 1 {
+		if err := write("frozen.hcl", plan.Sources[0].Bytes); err != nil {
+			return err
 		}
 	} else {
 		for _, s := range plan.Sources {
-			if err := writeFileOnce(filepath.Join(dir, "src", s.Name), s.Bytes); err != nil {
-				return fmt.Errorf("freeze plan: %w", err)
+			if err := write("src/"+s.Name, s.Bytes); err != nil {
+				return err
 			}
 		}
 	}
-	if err := writeFileOnce(filepath.Join(dir, "plan.json"), planJSON); err != nil {
-		return fmt.Errorf("freeze plan: %w", err)
+	if err := write("plan.json", planJSON); err != nil {
+		return err
 	}
-	if err := writeFileOnce(filepath.Join(dir, "plan.sha256"), []byte(planHash+"\n")); err != nil {
-		return fmt.Errorf("freeze plan: %w", err)
+	if err := write("plan.sha256", []byte(planHash+"\n")); err != nil {
+		return err
 	}
 	frozen := map[string]string{}
 	for _, f := range plan.Campaign.Frozen {
@@ -411,8 +421,10 @@ func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, pl
 			}
 		}
 	}
-	_, err := j.Append(Record{Kind: KindPlanFrozen, PlanSHA256: planHash, Frozen: frozen, Pinned: pinned, Pid: os.Getpid()})
-	return err
+	if _, err := j.Append(Record{Kind: KindPlanFrozen, PlanSHA256: planHash, Frozen: frozen, Pinned: pinned, Pid: os.Getpid(), Artefacts: arts}); err != nil {
+		return err
+	}
+	return writeManifest(stateDir, j.Records())
 }
 
 // loadHistory restores what earlier applies settled: the latest record of every

@@ -192,15 +192,7 @@ step "probe" "restore" {
   outage = "end"
 }
 `)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.block" {
-				cancel(errors.New("SIGINT"))
-				return
-			}
-		}
-	}()
+	ctx := h.interruptWhen("probe.block", "SIGINT")
 	sum, err := h.apply(ctx, p)
 	if err != nil {
 		t.Fatal(err)
@@ -238,15 +230,7 @@ step "probe" "a" { file = "corpus.txt" }
 step "probe" "b" { hang = true }
 step "probe" "c" {}
 `
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.b" {
-				cancel(errors.New("SIGTERM"))
-				return
-			}
-		}
-	}()
+	ctx := h.interruptWhen("probe.b", "SIGTERM")
 	// A crash is simulated by an interrupt that leaves no campaign_end: run, then
 	// drop the journal's last records? Simpler and real: a crash-free stop between
 	// steps. Here: interrupt closes the campaign, so resume needs a fresh state.
@@ -371,15 +355,7 @@ variable "hang" {
 }
 `
 	// First apply freezes and runs a; b hangs and is interrupted, so b has started.
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.b" {
-				cancel(errors.New("SIGINT"))
-				return
-			}
-		}
-	}()
+	ctx := h.interruptWhen("probe.b", "SIGINT")
 	if _, err := h.apply(ctx, h.load(base, "hang=true")); err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func ReadJournal(path string) ([]Record, string, error) {
 	if err != nil {
 		return nil, GenesisHash, err
 	}
-	recs, last, problems := verifyChain(data)
+	recs, last, _, problems := verifyChain(data)
 	if len(problems) > 0 {
 		return recs, last, fmt.Errorf("%w: %s: %s", ErrChainBroken, path, strings.Join(problems, "; "))
 	}
@@ -157,9 +157,11 @@ func ReadJournal(path string) ([]Record, string, error) {
 
 // verifyChain checks every line: it parses, its seq follows, its prev is the hash
 // of the line before, and the file ends with a newline (a torn last record shows).
-func verifyChain(data []byte) ([]Record, string, []string) {
+// It returns the records that parse, the hash of the last line, the hash of every
+// line (hashes[i] is line i+1's), and the problems.
+func verifyChain(data []byte) ([]Record, string, []string, []string) {
 	var recs []Record
-	var problems []string
+	var hashes, problems []string
 	prev := GenesisHash
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		problems = append(problems, "the last record is not terminated (truncated journal)")
@@ -174,6 +176,7 @@ func verifyChain(data []byte) ([]Record, string, []string) {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			problems = append(problems, fmt.Sprintf("line %d does not parse: %v", line, err))
 			prev = hashLine(raw)
+			hashes = append(hashes, prev)
 			continue
 		}
 		if r.Seq != line {
@@ -184,8 +187,9 @@ func verifyChain(data []byte) ([]Record, string, []string) {
 		}
 		recs = append(recs, r)
 		prev = hashLine(raw)
+		hashes = append(hashes, prev)
 	}
-	return recs, prev, problems
+	return recs, prev, hashes, problems
 }
 
 func hashLine(b []byte) string {

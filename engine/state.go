@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -70,7 +71,8 @@ func replay(recs []Record) (*replayed, error) {
 	}
 	for i := range recs {
 		r := &recs[i]
-		if st.lifecycle == LifecycleNew {
+		if st.lifecycle == LifecycleNew && r.Kind != KindPlanFrozen && r.Kind != KindAmendment {
+			// Journals older than apply_start records begin with a step record.
 			st.lifecycle = LifecycleRunning
 		}
 		switch r.Kind {
@@ -178,6 +180,15 @@ func writeFileOnce(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// writeEvidence writes a new file of evidence at rel (relative to the state
+// directory, forward slashes) and returns the artefact a journal record keeps.
+func writeEvidence(stateDir, rel string, data []byte) (Artefact, error) {
+	if err := writeFileOnce(statePath(stateDir, rel), data); err != nil {
+		return Artefact{}, err
+	}
+	return Artefact{Path: rel, Size: int64(len(data)), SHA256: plans.SHA256Hex(data)}, nil
 }
 
 // writeFileAtomic replaces a derived index file (manifest.json) atomically.

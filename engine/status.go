@@ -21,6 +21,7 @@ type StateStatus struct {
 	PlanSHA256 string `json:"plan_sha256"`
 	Amendments int    `json:"amendments"`
 	Records    int    `json:"records"`
+	Head       Head   `json:"head"` // the last record: write it down to check later with verify --head
 	// Lifecycle is where the campaign stands: running (or crashed), held,
 	// restore_failed or closed; Cause says why a held campaign is held.
 	Lifecycle   Lifecycle  `json:"lifecycle"`
@@ -37,7 +38,7 @@ type StateStatus struct {
 
 // ReadStatus reads a state directory's journal into a status summary.
 func ReadStatus(stateDir string) (*StateStatus, error) {
-	recs, _, err := ReadJournal(filepath.Join(stateDir, JournalFile))
+	recs, last, err := ReadJournal(filepath.Join(stateDir, JournalFile))
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func ReadStatus(stateDir string) (*StateStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &StateStatus{PlanSHA256: st.planSHA256, Amendments: st.amendments, Records: len(recs), OutageOpen: st.outageOpen,
+	out := &StateStatus{PlanSHA256: st.planSHA256, Amendments: st.amendments, Records: len(recs), Head: Head{Seq: len(recs), SHA256: last}, OutageOpen: st.outageOpen,
 		Lifecycle: st.lifecycle, OutageWindow: st.window}
 	if st.outageOpen {
 		t := st.outageBegin

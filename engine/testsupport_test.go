@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -256,6 +257,21 @@ func diagText(diags hcl.Diagnostics) string {
 
 func (h *harness) apply(ctx context.Context, p *plans.Plan) (*engine.Summary, error) {
 	return engine.Apply(ctx, p, h.reg, engine.Options{StateDir: h.state, Clock: h.clock, Log: zerolog.Nop(), Grace: 2 * time.Second})
+}
+
+// interruptWhen returns a context cancelled with signal as its cause once the step
+// addr starts, as the CLI's signal handler cancels an apply.
+func (h *harness) interruptWhen(addr, signal string) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		for a := range h.probe.started {
+			if a == addr {
+				cancel(errors.New(signal))
+				return
+			}
+		}
+	}()
+	return ctx
 }
 
 func (h *harness) records() []engine.Record {

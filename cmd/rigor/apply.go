@@ -118,8 +118,8 @@ func renderApply(g *globals, name, campaign, state string, sum *engine.Summary) 
 			}
 		}
 	}
-	fmt.Fprintf(w, "journal head: %d %s\n", sum.HeadSeq, sum.HeadSHA256)
 	fmt.Fprintf(w, "state: %s (verify with `rigor verify --state %s`, report with `rigor report --state %s`)\n", state, state, state)
+	fmt.Fprintf(w, "journal head %s (keep it: `rigor verify --head` checks that no record up to it was cut or rewritten)\n", engine.Head{Seq: sum.HeadSeq, SHA256: sum.HeadSHA256})
 	return code
 }
 

@@ -59,6 +59,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, "no outage open")
 			}
 			fmt.Fprintf(g.stdout, "plan sha256 %s, %d amendment(s), %d journal records\n", st.PlanSHA256, st.Amendments, st.Records)
+			fmt.Fprintf(g.stdout, "journal head %s\n", st.Head)
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "STEP\tSTATUS\tCLASS\tATTEMPTS\tMESSAGE")
 			for _, s := range st.Steps {
@@ -78,37 +79,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
-}
-
-func newVerifyCmd(g *globals) *cobra.Command {
-	var state string
-	cmd := &cobra.Command{
-		Use:   "verify --state DIR",
-		Short: "Re-hash every artefact, walk the journal's hash chain, report every discrepancy",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if state == "" {
-				return &exitError{code: 2, msg: "--state is required"}
-			}
-			problems, err := engine.Verify(state)
-			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
-			}
-			if len(problems) == 0 {
-				st, _ := engine.ReadStatus(state)
-				n := 0
-				if st != nil {
-					n = st.Records
-				}
-				fmt.Fprintf(g.stdout, "verified: %s — journal chain intact (%d records), every artefact matches its recorded sha256\n", state, n)
-				return nil
-			}
-			for _, p := range problems {
-				fmt.Fprintf(g.stdout, "%s: %s\n", p.Path, p.Problem)
-			}
-			return &exitError{code: 1, msg: fmt.Sprintf("%d problem(s) in %s", len(problems), state)}
-		},
-	}
-	cmd.Flags().StringVar(&state, "state", "", "state directory")
-	return cmd
 }
