@@ -67,6 +67,12 @@ var ErrAmendmentRefused = fmt.Errorf("amendment refused")
 
 // DiffAgainstState compares a plan with the state's effective plan.
 func DiffAgainstState(stateDir string, plan *plans.Plan) (plans.Diff, error) {
+	if err := CheckState(stateDir); err != nil {
+		return plans.Diff{}, err
+	}
+	if name := frozenCampaignName(stateDir); name != "" && name != plan.Campaign.Name {
+		return plans.Diff{}, fmt.Errorf("%w: %s holds campaign %q, and this file is campaign %q: there is nothing to compare", ErrOtherCampaign, stateDir, name, plan.Campaign.Name)
+	}
 	old, _, err := EffectivePlan(stateDir)
 	if err != nil {
 		return plans.Diff{}, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -194,6 +195,9 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
+	if name := frozenCampaignName(opts.StateDir); name != "" && name != plan.Campaign.Name {
+		return nil, fmt.Errorf("%w: %s holds campaign %q, and this file is campaign %q; each campaign keeps its own state directory, so pass another --state", ErrOtherCampaign, opts.StateDir, name, plan.Campaign.Name)
+	}
 	if st.lifecycle == LifecycleClosed {
 		ce := &ClosedError{At: st.ended.Time, How: "completed", Reason: st.ended.Message}
 		if st.ended.Kind == KindCampaignClosed {
@@ -223,6 +227,23 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 		return nil, err
 	}
 	return r.end(), nil
+}
+
+// frozenCampaignName reads the campaign's name from the frozen plan ("" if none).
+func frozenCampaignName(stateDir string) string {
+	b, _, err := EffectivePlan(stateDir)
+	if err != nil {
+		return ""
+	}
+	var p struct {
+		Campaign struct {
+			Name string `json:"name"`
+		} `json:"campaign"`
+	}
+	if json.Unmarshal(b, &p) != nil {
+		return ""
+	}
+	return p.Campaign.Name
 }
 
 // end writes campaign_end, the manifest and whatever the journal still owes the

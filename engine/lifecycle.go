@@ -93,6 +93,9 @@ func Close(stateDir, reason string, clock Clock) (*Record, error) {
 	if clock == nil {
 		clock = SystemClock{}
 	}
+	if err := CheckState(stateDir); err != nil {
+		return nil, err
+	}
 	lock, err := AcquireLock(stateDir)
 	if err != nil {
 		return nil, err
@@ -126,3 +129,27 @@ func Close(stateDir, reason string, clock Clock) (*Record, error) {
 	}
 	return &rec, writeManifest(stateDir, j.Records())
 }
+
+// ErrNoState says a directory holds no campaign state.
+var ErrNoState = errors.New("no campaign state")
+
+// CheckState says, in a sentence, why a directory is not a campaign's state
+// directory; nil when it holds a journal.
+func CheckState(stateDir string) error {
+	st, err := os.Stat(stateDir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w in %s: the directory does not exist (`rigor plan apply CAMPAIGN --state %s` creates it)", ErrNoState, stateDir, stateDir)
+	case err != nil:
+		return fmt.Errorf("%w in %s: %v", ErrNoState, stateDir, err)
+	case !st.IsDir():
+		return fmt.Errorf("%w in %s: it is a file, not a state directory", ErrNoState, stateDir)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, JournalFile)); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w in %s: the directory holds no %s, so no campaign was ever applied there", ErrNoState, stateDir, JournalFile)
+	}
+	return nil
+}
+
+// ErrOtherCampaign is returned when a state directory belongs to another campaign.
+var ErrOtherCampaign = errors.New("state directory belongs to another campaign")

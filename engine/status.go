@@ -38,6 +38,9 @@ type StateStatus struct {
 
 // ReadStatus reads a state directory's journal into a status summary.
 func ReadStatus(stateDir string) (*StateStatus, error) {
+	if err := CheckState(stateDir); err != nil {
+		return nil, err
+	}
 	recs, last, err := ReadJournal(filepath.Join(stateDir, JournalFile))
 	if err != nil {
 		return nil, err

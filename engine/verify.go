@@ -142,10 +142,8 @@ func VerifyState(stateDir string, opts VerifyOptions) (*VerifyReport, error) {
 			return nil, fmt.Errorf("%w: allowed signers %s: %v", ErrVerifyUsage, opts.AllowedSigners, err)
 		}
 	}
-	if info, err := os.Stat(stateDir); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
-	} else if !info.IsDir() {
-		return nil, fmt.Errorf("state directory %s is not a directory", stateDir)
+	if info, err := os.Stat(stateDir); err != nil || !info.IsDir() {
+		return nil, CheckState(stateDir)
 	}
 	// The walk does not descend into a symlink, so a state directory named through
 	// one is resolved first; inside it, a symlink is a problem of its own.

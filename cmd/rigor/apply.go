@@ -53,7 +53,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "state directory (created on first apply)")
-	cmd.Flags().IntVar(&parallelism, "parallelism", 4, "most steps running at once (steps sharing a `uses` resource never overlap)")
+	cmd.Flags().IntVar(&parallelism, "parallelism", 4, "most steps running at once; steps sharing a uses resource never overlap, and a step without uses runs alone")
 	a.bind(cmd)
 	return cmd
 }

@@ -32,7 +32,11 @@ func newGPUsCmd(g *globals) *cobra.Command {
 			}
 			devs, err := steps.ReadGPUs(a.kind, a.simGPUs, a.simLimitW)
 			if err != nil {
-				return &exitError{code: exitError1, msg: err.Error()}
+				msg := err.Error()
+				if a.kind == "nvml" {
+					msg += "\n`rigor gpus --host-kind sim` shows the simulated GPUs a host with gpus = \"sim\" observes"
+				}
+				return &exitError{code: exitError1, msg: msg}
 			}
 			if a.json {
 				return gpusJSON(g.stdout, a.kind, devs)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -68,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "Error:", err)
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		return exitUsage
+	}
 	return exitError1
 }
 
@@ -77,10 +81,12 @@ func newRoot(g *globals) *cobra.Command {
 		Short:         "Frozen, gated, journaled measurement campaigns for LLM serving stacks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return g.setupLog()
 		},
 	}
+	root.SetVersionTemplate("rigor {{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format on stderr: console or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -90,7 +96,33 @@ func newRoot(g *globals) *cobra.Command {
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))
 	}
+	refuseUnknownSubcommands(root)
+	addExamples(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups others fail on an
+// unknown subcommand, with cobra's "did you mean", instead of printing help and
+// exiting 0 (`rigor plan aply`).
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		c.SuggestionsMinimumDistance = 2
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return &exitError{code: exitUsage, msg: msg + fmt.Sprintf(" (see `%s --help`)", c.CommandPath())}
+	}
 }
 
 // extraCommands lets each command file register itself from init, so commands can
@@ -104,9 +136,14 @@ func (g *globals) setupLog() error {
 	}
 	switch g.logFormat {
 	case "json":
+		// Millisecond timestamps: steps of a block are milliseconds apart.
+		zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 		g.log = zerolog.New(g.stderr).Level(lvl).With().Timestamp().Logger()
 	case "console":
-		w := zerolog.ConsoleWriter{Out: g.stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(g.stderr)}
+		w := zerolog.ConsoleWriter{Out: g.stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(g.stderr),
+			// Values print as they are: a step address keeps its quotes unescaped,
+			// block.primary["c1"], so it can be pasted back into a plan.
+			FormatFieldValue: func(v any) string { return fmt.Sprint(v) }}
 		g.log = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 	default:
 		return &exitError{code: 2, msg: fmt.Sprintf("invalid --log-format %q: use console or json", g.logFormat)}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +50,15 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:  "testdata/script",
 		Cmds: scriptCmds,
+		// [gpu] holds on a machine with an NVIDIA driver: the output of `rigor gpus`
+		// differs there, and both cases are tested where they occur.
+		Condition: func(cond string) (bool, error) {
+			if cond != "gpu" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			_, err := os.Stat("/dev/nvidiactl")
+			return err == nil, nil
+		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("QUICKSTART", filepath.Join(root, "examples", "quickstart", "campaign.hcl"))
 			return nil

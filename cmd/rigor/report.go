@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rigor-bench/rigor/engine"
 	"path/filepath"
 	"time"
 
@@ -24,6 +25,9 @@ func newReportCmd(g *globals) *cobra.Command {
 			}
 			if opts.Format != "md" && opts.Format != "html" && opts.Format != "both" {
 				return &exitError{code: 2, msg: fmt.Sprintf("invalid --format %q: use md, html or both", opts.Format)}
+			}
+			if err := engine.CheckState(opts.State); err != nil {
+				return &exitError{code: exitError1, msg: err.Error()}
 			}
 			if opts.Out == "" {
 				opts.Out = filepath.Join(opts.State, "report")

@@ -1,0 +1,45 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// commandExamples are shown under every command's help. They live in one place so
+// the help of the whole CLI reads alike; TestEveryCommandHasAnExample keeps it whole.
+var commandExamples = map[string]string{
+	"rigor": `  rigor plan apply examples/quickstart/campaign.hcl --state runs/q1
+  rigor report --state runs/q1`,
+	"rigor plan": `  rigor plan validate examples/flare-wave1`,
+	"rigor plan validate": `  rigor plan validate examples/quickstart/campaign.hcl
+  rigor plan validate campaign.hcl --var port=18090 --var-file prod.hcl`,
+	"rigor plan show": `  rigor plan show examples/quickstart/campaign.hcl
+  rigor plan show campaign.hcl --json | jq .campaign`,
+	"rigor plan graph": `  rigor plan graph examples/flare-wave1 | dot -Tsvg > wave1.svg`,
+	"rigor plan apply": `  rigor plan apply examples/quickstart/campaign.hcl --state runs/q1
+  rigor plan apply examples/quickstart/campaign.hcl --state runs/q1 --var time_scale=0.01   # variables as --var
+  # Applying again continues a held campaign, or retries a failed restore first.`,
+	"rigor status": `  rigor status --state runs/q1
+  rigor status --state runs/q1 --json | jq .lifecycle`,
+	"rigor verify": `  rigor verify --state runs/q1
+  rigor verify --state runs/q1 --head 68:3f2a…   # the head printed by plan apply
+  rigor verify --state runs/q1 --allowed-signers reviewers.allowed`,
+	"rigor sign":   `  rigor sign --state runs/q1 --key ~/.ssh/id_ed25519`,
+	"rigor report": `  rigor report --state runs/q1 && open runs/q1/report/report.html`,
+	"rigor bench": `  rigor sim serve --listen 127.0.0.1:18080 --model sim-incumbent &
+  rigor bench --endpoint http://127.0.0.1:18080 --model sim-incumbent --concurrency 4 --requests 32 --max-tokens 256 --out runs/bench`,
+	"rigor calibrate": `  rigor calibrate --concurrency 16 --tokens 64`,
+	"rigor gpus": `  rigor gpus
+  rigor gpus --host-kind sim --sim-gpus 2`,
+	"rigor fmt": `  rigor fmt examples/quickstart/campaign.hcl
+  rigor fmt --check examples/   # non-zero if a file is not in canonical style`,
+	"rigor sim":       `  rigor sim serve --profile incumbent --listen 127.0.0.1:18080`,
+	"rigor sim serve": `  rigor sim serve --profile flare --listen 127.0.0.1:18080 --time-scale 0.01`,
+}
+
+// addExamples sets each command's Example from commandExamples where it has none.
+func addExamples(cmd *cobra.Command) {
+	if cmd.Example == "" {
+		cmd.Example = commandExamples[cmd.CommandPath()]
+	}
+	for _, c := range cmd.Commands() {
+		addExamples(c)
+	}
+}
