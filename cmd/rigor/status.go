@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/report"
 	"github.com/spf13/cobra"
 )
 
@@ -41,6 +42,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "campaign ended: %s %s\n", st.Ended, st.EndReason)
 			} else if len(st.Running) > 0 {
 				fmt.Fprintf(g.stdout, "attempts without an end record (running, or the apply died): %v\n", st.Running)
+			}
+			if pw, err := report.PowerFromState(state); err == nil && pw != nil {
+				fmt.Fprintln(g.stdout, pw.String())
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "STEP\tSTATUS\tCLASS\tATTEMPTS\tMESSAGE")

@@ -181,7 +181,7 @@ func (ev *evidence) pilotCV(target string, conc int, metric string) (float64, st
 		return 0, fmt.Sprintf("%s: %s cannot be estimated from batches of one block (declare block_cv)", blocks[0].Addr, metric)
 	}
 	cv := stats.SD(xs) / stats.Mean(xs) / math.Sqrt(float64(len(xs)))
-	return cv, fmt.Sprintf("batch means of %s: %d consecutive batches, block CV = batch CV/√%d; natural output differs between batches, so this overstates the noise of a matched corpus", blocks[0].Addr, len(xs), len(xs))
+	return cv, fmt.Sprintf("batch means of %s: %d consecutive batches of the one pilot block, taken as independent: block CV = batch CV/√%d", blocks[0].Addr, len(xs), len(xs))
 }
 
 // pilotRecords reads a pilot block's records (small: a pilot is a few requests).
