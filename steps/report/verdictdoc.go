@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/rigor-bench/rigor/plans"
@@ -11,8 +12,11 @@ import (
 // The sections of the report that carry the verdict's statistics: the first-screen
 // summary, noise and drift, validity checks, energy, and tail certification.
 
-func pm(x float64) string { // signed percentage
-	if x >= 0 {
+func pm(x float64) string { // signed percentage; no sign on what rounds to zero
+	switch {
+	case pct(math.Abs(x)) == pct(0):
+		return pct(0)
+	case x > 0:
 		return "+" + pct(x)
 	}
 	return "−" + pct(-x)
