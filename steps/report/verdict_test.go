@@ -433,3 +433,37 @@ func TestSchemaRejectsFailedFigures(t *testing.T) {
 		t.Error("a failed row with a headline figure validated")
 	}
 }
+
+// TestLoadCheck: requested against achieved load, closed and open loop.
+func TestLoadCheck(t *testing.T) {
+	ev := &evidence{}
+	cases := map[string]struct {
+		cfg        map[string]any
+		conc       int
+		st         blockStats
+		wantResult string
+	}{
+		"closed loop reached":       {map[string]any{}, 4, blockStats{Attempted: 16, MaxConc: 4}, CheckPass},
+		"closed loop short":         {map[string]any{}, 4, blockStats{Attempted: 16, MaxConc: 3}, CheckFail},
+		"fewer requests than slots": {map[string]any{}, 4, blockStats{Attempted: 2, MaxConc: 2}, CheckPass},
+		// 11 sends over 1 s scheduled and 1 s sent: 10 req/s each.
+		"open loop on schedule": {map[string]any{"mode": "open", "rate": 10.0}, 1,
+			blockStats{Attempted: 11, OK: 11, SendSpanMS: [2]float64{0, 1000}, SchedSpanMS: [2]float64{0, 1000}}, CheckPass},
+		// The client fell behind: 11 sends took 1.2 s against a 1 s schedule (8.33 vs 10 req/s).
+		"open loop behind": {map[string]any{"mode": "open", "rate": 10.0}, 1,
+			blockStats{Attempted: 11, OK: 11, SendSpanMS: [2]float64{0, 1200}, SchedSpanMS: [2]float64{0, 1000}}, CheckFail},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			st := c.st
+			b := &blockRef{Addr: "block.x", Conc: c.conc, cfg: c.cfg, Target: map[string]any{}}
+			v := ev.validate(b, &attemptRef{N: 1, stats: &st})
+			if v.Checks[0].Name != "load" || v.Checks[0].Result != c.wantResult {
+				t.Errorf("load check %+v, want %s", v.Checks[0], c.wantResult)
+			}
+			if v.OK != (c.wantResult == CheckPass) {
+				t.Errorf("ok = %v with checks %+v", v.OK, v.Checks)
+			}
+		})
+	}
+}

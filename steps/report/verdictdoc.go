@@ -395,8 +395,8 @@ func (r *Report) energySection(d *document) {
 	if sim {
 		label = " The GPUs are simulated: these are simulated energies, not measurements."
 	}
-	s.p("%s Joules per output token divide by Σ completion tokens of the block (every record with usage, as for aggregate throughput); an energy figure enters a decision rule only when the samples cover at least %s of the window.%s",
-		r.Summary.Statistics.Energy.Basis+".", pct(minEnergyCoverage), label)
+	s.p("%s (every record with usage, as for aggregate throughput); per request over attempted requests. Mean power is time-weighted over the covered part of the window; an energy figure enters a decision rule only when the samples cover at least %s of it.%s",
+		r.Summary.Statistics.Energy.Basis, pct(minEnergyCoverage), label)
 	s.tab(t)
 }
 
