@@ -183,23 +183,18 @@ func (ev *evidence) verdictStatistics(st *Statistics, v Verdict) {
 		}
 	}
 	st.Validity = ValiditySum{Checks: []string{"load", "counts", "e2e_identity", "tpot_floor", "client_timing"}, Failures: []string{}}
-	for _, b := range ev.blocks {
-		for _, a := range b.attempts {
-			if a.validity == nil || !b.measured() || b.Matrix == "" {
-				continue
+	for _, m := range ev.measuredAttempts() {
+		st.Validity.BlocksChecked++
+		if !m.a.validity.OK {
+			st.Validity.BlocksFailed++
+			for _, f := range m.a.validity.failed() {
+				st.Validity.Failures = append(st.Validity.Failures, fmt.Sprintf("%s attempt %d: %s", m.b.Addr, m.a.N, f))
 			}
-			st.Validity.BlocksChecked++
-			if !a.validity.OK {
-				st.Validity.BlocksFailed++
-				for _, f := range a.validity.failed() {
-					st.Validity.Failures = append(st.Validity.Failures, fmt.Sprintf("%s attempt %d: %s", b.Addr, a.N, f))
-				}
-			}
-			if a.energy != nil {
-				st.Energy.Blocks++
-				st.Energy.Simulated = st.Energy.Simulated || a.energy.Simulated
-				st.Energy.Source = a.energy.Source
-			}
+		}
+		if e := m.a.energy; e != nil {
+			st.Energy.Blocks++
+			st.Energy.Simulated = st.Energy.Simulated || e.Simulated
+			st.Energy.Source = e.Source
 		}
 	}
 	st.Energy.Basis = "GPU power samples (gpu.jsonl) integrated by the trapezoid rule over each block's window (result.json anchors), summed over GPUs; per output token over Σ completion tokens of the block"

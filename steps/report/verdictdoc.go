@@ -266,23 +266,16 @@ func (r *Report) runOrder(metric string) []runPoint {
 	}
 	var pts []runPoint
 	sum, n := map[int]float64{}, map[int]int{}
-	for _, b := range ev.blocks {
-		if b.Matrix == "" || !b.measured() {
+	for _, m := range ev.measuredAttempts() {
+		b, a := m.b, m.a
+		x, bad := blockMetric(a, metric)
+		if bad != "" {
 			continue
 		}
-		for _, a := range b.attempts {
-			if a.stats == nil {
-				continue
-			}
-			x, bad := blockMetric(a, metric)
-			if bad != "" {
-				continue
-			}
-			pts = append(pts, runPoint{addr: b.Addr, arm: b.Arm, conc: b.Conc, rep: b.Repetition, attempt: a.N, seq: a.Start.Seq, value: x, armIndex: armIx[b.Arm]})
-			if b.Arm == base && a == b.settling() {
-				sum[b.Conc] += x
-				n[b.Conc]++
-			}
+		pts = append(pts, runPoint{addr: b.Addr, arm: b.Arm, conc: b.Conc, rep: b.Repetition, attempt: a.N, seq: a.Start.Seq, value: x, armIndex: armIx[b.Arm]})
+		if b.Arm == base && a == b.settling() {
+			sum[b.Conc] += x
+			n[b.Conc]++
 		}
 	}
 	for i := range pts {
@@ -310,23 +303,15 @@ func (r *Report) validitySection(d *document) {
 		pct(rateTolFrac), pct(countTolFrac), fmtF(e2eTolMS, -1), pct(e2eTolFrac), fmtF(tpotFloorMS, -1))
 	t := &table{head: []string{"Block", "Attempt", "load", "counts", "e2e_identity", "tpot_floor", "client_timing"}}
 	var details []string
-	for _, b := range r.ev.blocks {
-		if b.Matrix == "" || !b.measured() {
-			continue
-		}
-		for _, a := range b.attempts {
-			if a.validity == nil {
-				continue
+	for _, m := range r.ev.measuredAttempts() {
+		row := []string{m.b.Addr, fmt.Sprint(m.a.N)}
+		for _, c := range m.a.validity.Checks {
+			row = append(row, c.Result)
+			if c.Result == CheckFail {
+				details = append(details, fmt.Sprintf("%s attempt %d, %s: %s", m.b.Addr, m.a.N, c.Name, c.Detail))
 			}
-			row := []string{b.Addr, fmt.Sprint(a.N)}
-			for _, c := range a.validity.Checks {
-				row = append(row, c.Result)
-				if c.Result == CheckFail {
-					details = append(details, fmt.Sprintf("%s attempt %d, %s: %s", b.Addr, a.N, c.Name, c.Detail))
-				}
-			}
-			t.rows = append(t.rows, row)
 		}
+		t.rows = append(t.rows, row)
 	}
 	if len(t.rows) == 0 {
 		s.p("No measured block left records.")
@@ -342,20 +327,12 @@ func (r *Report) validitySection(d *document) {
 }
 
 func (r *Report) firstDetails() string {
-	for _, b := range r.ev.blocks {
-		if b.Matrix == "" || !b.measured() {
-			continue
+	for _, m := range r.ev.measuredAttempts() {
+		var parts []string
+		for _, c := range m.a.validity.Checks {
+			parts = append(parts, c.Name+": "+c.Detail)
 		}
-		for _, a := range b.attempts {
-			if a.validity == nil {
-				continue
-			}
-			var parts []string
-			for _, c := range a.validity.Checks {
-				parts = append(parts, c.Name+": "+c.Detail)
-			}
-			return b.Addr + ": " + strings.Join(parts, "; ") + "."
-		}
+		return m.b.Addr + ": " + strings.Join(parts, "; ") + "."
 	}
 	return ""
 }
@@ -365,27 +342,22 @@ func (r *Report) energySection(d *document) {
 	s := d.add("energy", "Energy per token")
 	t := &table{head: []string{"Block", "Attempt", "Window s", "Samples / interval s", "Coverage", "Mean W per GPU", "Peak W", "Joules", "J / output token", "J / request"}}
 	sim := false
-	for _, b := range r.ev.blocks {
-		if b.Matrix == "" || !b.measured() {
+	for _, m := range r.ev.measuredAttempts() {
+		b, a, e := m.b, m.a, m.a.energy
+		if e == nil {
 			continue
 		}
-		for _, a := range b.attempts {
-			e := a.energy
-			if e == nil {
-				continue
-			}
-			sim = sim || e.Simulated
-			var mean, peak []string
-			samples := 0
-			for _, dv := range e.Devices {
-				mean = append(mean, fmtF(dv.MeanW, 1))
-				peak = append(peak, fmtF(dv.PeakW, 1))
-				samples += dv.Samples
-			}
-			t.rows = append(t.rows, []string{b.Addr, fmt.Sprint(a.N), fmtF(e.WindowS, 3), fmt.Sprintf("%d / %s", samples, fmtF(e.IntervalS, 3)), pct(e.Coverage),
-				strings.Join(mean, " / "), strings.Join(peak, " / "), fmtF(e.Joules, 2), fmtPtr(e.JoulesPerOutputToken, func(x float64) string { return fmtF(x, 4) }),
-				fmtPtr(e.JoulesPerRequest, func(x float64) string { return fmtF(x, 2) })})
+		sim = sim || e.Simulated
+		var mean, peak []string
+		samples := 0
+		for _, dv := range e.Devices {
+			mean = append(mean, fmtF(dv.MeanW, 1))
+			peak = append(peak, fmtF(dv.PeakW, 1))
+			samples += dv.Samples
 		}
+		t.rows = append(t.rows, []string{b.Addr, fmt.Sprint(a.N), fmtF(e.WindowS, 3), fmt.Sprintf("%d / %s", samples, fmtF(e.IntervalS, 3)), pct(e.Coverage),
+			strings.Join(mean, " / "), strings.Join(peak, " / "), fmtF(e.Joules, 2), fmtPtr(e.JoulesPerOutputToken, func(x float64) string { return fmtF(x, 4) }),
+			fmtPtr(e.JoulesPerRequest, func(x float64) string { return fmtF(x, 2) })})
 	}
 	if len(t.rows) == 0 {
 		s.p("No measured block kept GPU power samples over its window: energy is not observed.")
@@ -454,4 +426,26 @@ func pairsText(c Comparison) string {
 		out = append(out, fmt.Sprintf("r%d: %s vs %s → %s", p.Repetition, base, fmtF(p.Candidate, 3), pm(p.Gain)))
 	}
 	return orDash(strings.Join(out, "; "))
+}
+
+type blockAttempt struct {
+	b *blockRef
+	a *attemptRef
+}
+
+// measuredAttempts lists every attempt of every measured matrix block that left
+// records (and so has its validity checked), in plan order.
+func (ev *evidence) measuredAttempts() []blockAttempt {
+	var out []blockAttempt
+	for _, b := range ev.blocks {
+		if b.Matrix == "" || !b.measured() {
+			continue
+		}
+		for _, a := range b.attempts {
+			if a.stats != nil && a.validity != nil {
+				out = append(out, blockAttempt{b, a})
+			}
+		}
+	}
+	return out
 }
