@@ -13,7 +13,7 @@ import (
 // same request on the same server (same incarnation) take longer by about the
 // factor; a bad body is refused and changes nothing.
 func TestFaultsEndpointSlowsTheSameServer(t *testing.T) {
-	rn := startServer(t, Config{TimeScale: 0.01})
+	rn := startServer(t, Config{TimeScale: 0.05}) // modelled delays well above scheduling noise
 	e2e := func() time.Duration {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -41,7 +41,7 @@ func TestFaultsEndpointSlowsTheSameServer(t *testing.T) {
 		t.Fatalf("POST slowdown: %d %+v", code, f)
 	}
 	after := e2e()
-	if ratio := float64(after) / float64(before); ratio < 2 || ratio > 4.5 {
+	if ratio := float64(after) / float64(before); ratio < 2 || ratio > 5 {
 		t.Errorf("slowdown 3 changed E2E %v → %v (×%.2f), want about ×3", before, after, ratio)
 	}
 	for name, body := range map[string]string{
