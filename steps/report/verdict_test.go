@@ -467,3 +467,37 @@ func TestLoadCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestPilotBetweenBlocks: with two or more pilot blocks at a concurrency, their
+// block-to-block variation is used directly instead of batch means.
+func TestPilotBetweenBlocks(t *testing.T) {
+	ev, err := loadEvidence(filepath.Join("testdata", "states", "verdict-faster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two of the incumbent's measured blocks stand in for a repeated pilot.
+	var figs []float64
+	for _, rep := range []string{"r1", "r2"} {
+		rel := "attempts/block.primary/incumbent_before/c2/" + rep + "/1/requests.jsonl"
+		end := &engine.Record{Status: engine.StatusSucceeded, Attempt: 1, Dir: filepath.Dir(rel), Artefacts: []engine.Artefact{{Path: rel}}}
+		b := &blockRef{Addr: "block.pilot[\"" + rep + "\"]", Phase: "pilot", Conc: 2, Target: map[string]any{"name": "incumbent"}, End: end}
+		b.attempts = []*attemptRef{{N: 1, Dir: end.Dir, End: end}}
+		ev.blocks = append(ev.blocks, b)
+		fh, _ := os.Open(filepath.Join("testdata", "states", "verdict-faster", filepath.FromSlash(rel)))
+		recs, _ := loadgen.ReadRecords(fh)
+		fh.Close()
+		// Σ completion tokens over the span from the first send to the last end.
+		lo, hi, tok := math.Inf(1), math.Inf(-1), 0
+		for _, r := range recs {
+			lo, hi, tok = math.Min(lo, *r.SendAtMS), math.Max(hi, *r.EndAtMS), tok+r.Usage.CompletionTokens
+		}
+		figs = append(figs, float64(tok)/((hi-lo)/1000))
+	}
+	// Drop the real pilot so only the two stand-ins remain.
+	ev.blocks = slices.DeleteFunc(ev.blocks, func(b *blockRef) bool { return b.Addr == `block.pilot["c2"]` })
+	cv, src := ev.pilotCV("incumbent", 2, "aggregate_output_tok_s")
+	want := stats.SD(figs) / stats.Mean(figs)
+	if math.Abs(cv-want) > 1e-12 || src != "between 2 pilot blocks at C2" {
+		t.Errorf("cv %v (%s), want %v from %v", cv, src, want, figs)
+	}
+}
