@@ -45,7 +45,7 @@ func TestDecisionEntersCanonicalPlan(t *testing.T) {
 	if err := json.Unmarshal(mustJSON(t, p), &doc); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"baseline_arm":"incumbent","candidate_arm":"candidate","matched_repetitions":3,"max_protected_regression":0.03,"min_gain":0.05,"name":"promotion","primary_cells":["c4"],"primary_metric":"aggregate_output_tok_s","protected_cells":["c1"]}`
+	want := `{"baseline_arm":"incumbent","candidate_arm":"candidate","criterion":"interval","matched_repetitions":3,"max_protected_regression":0.03,"min_gain":0.05,"name":"promotion","primary_cells":["c4"],"primary_metric":"aggregate_output_tok_s","protected_cells":["c1"]}`
 	if got := string(doc.Campaign["decision"]); got != want {
 		t.Fatalf("campaign.decision = %s\nwant %s", got, want)
 	}
@@ -81,6 +81,12 @@ func TestDecisionDiagnostics(t *testing.T) {
 		"missing primary":     {`primary_cells            = ["c4"]`, ``, "primary_cells"},
 		"duplicate decision":  {`campaign "d" {}`, `campaign "d" {}` + "\n" + decisionBase[strings.Index(decisionBase, "decision"):], "Duplicate decision"},
 		"variable not static": {`min_gain                 = 0.05`, `min_gain                 = var.g`, "Variables not allowed"},
+		"criterion misspelt": {`matched_repetitions      = 3`, `matched_repetitions      = 3` + "\n  criterion = \"intervall\"",
+			`criterion "intervall" is not one of interval, point. Did you mean "interval"?`},
+		"percentile metric misspelt": {`"aggregate_output_tok_s"`, `"ttft_p95ms"`, `Did you mean "ttft_p95_ms"?`},
+		"drift out of range":         {`matched_repetitions      = 3`, `matched_repetitions      = 3` + "\n  max_drift = 1.5", "max_drift must be between 0 and 1"},
+		"zero block cv":              {`matched_repetitions      = 3`, `matched_repetitions      = 3` + "\n  block_cv = 0", "block_cv must be greater than 0"},
+		"criterion not a name":       {`matched_repetitions      = 3`, `matched_repetitions      = 3` + "\n  criterion = 3", `criterion "3" is not one of interval, point.`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -95,6 +101,60 @@ func TestDecisionDiagnostics(t *testing.T) {
 			if !diags.HasErrors() || !strings.Contains(diags.Error(), tc.want) {
 				t.Fatalf("want an error mentioning %q, got %s", tc.want, diags.Error())
 			}
+			for _, d := range diags {
+				if d.Subject == nil || d.Subject.Start.Line == 0 {
+					t.Errorf("diagnostic %q has no source range", d.Summary)
+				}
+			}
 		})
+	}
+}
+
+// TestDecisionNewAttributes: the criterion defaults to interval; a declared
+// max_drift and block_cv enter the canonical plan, and undeclared ones are absent so
+// the report can tell a declared bound from its default.
+func TestDecisionNewAttributes(t *testing.T) {
+	cases := map[string]struct {
+		extra string
+		want  map[string]any
+	}{
+		"defaults": {"", map[string]any{"criterion": "interval"}},
+		"point with bounds": {"\n  criterion = \"point\"\n  max_drift = 0.02\n  block_cv = 0.015",
+			map[string]any{"criterion": "point", "max_drift": 0.02, "block_cv": 0.015}},
+		"energy metric": {"", map[string]any{"criterion": "interval", "primary_metric": "joules_per_output_token"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			src := strings.Replace(decisionBase, "matched_repetitions      = 3", "matched_repetitions      = 3"+tc.extra, 1)
+			if m, ok := tc.want["primary_metric"]; ok {
+				src = strings.Replace(src, `"aggregate_output_tok_s"`, `"`+m.(string)+`"`, 1)
+			}
+			p := mustLoad(t, writeCampaign(t, src), plans.Options{})
+			var doc struct {
+				Campaign struct {
+					Decision map[string]any `json:"decision"`
+				} `json:"campaign"`
+			}
+			if err := json.Unmarshal(mustJSON(t, p), &doc); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.want {
+				if doc.Campaign.Decision[k] != v {
+					t.Errorf("%s = %v, want %v", k, doc.Campaign.Decision[k], v)
+				}
+			}
+			for _, k := range []string{"max_drift", "block_cv"} {
+				if _, declared := tc.want[k]; !declared {
+					if _, present := doc.Campaign.Decision[k]; present {
+						t.Errorf("%s is present though not declared", k)
+					}
+				}
+			}
+		})
+	}
+	// The default drift bound is half the smallest effect the rule must resolve.
+	p := mustLoad(t, writeCampaign(t, decisionBase), plans.Options{})
+	if got := p.Decision.DefaultMaxDrift(); got != 0.015 {
+		t.Errorf("default max_drift = %v, want 0.015 (half of the 3%% protected bound)", got)
 	}
 }

@@ -3,6 +3,7 @@ package plans
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,14 +17,35 @@ const blockDecision = "decision"
 
 // DecisionMetrics are the primary metrics a decision rule may name, each with its
 // direction: true when higher is better. The report computes them per measured
-// block and averages over the matched repetitions.
+// block and compares the candidate's blocks with the incumbent's repetition by
+// repetition.
 var DecisionMetrics = map[string]bool{
 	"aggregate_output_tok_s": true,  // Σ completion tokens / block wall time
 	"decode_tok_s_p50":       true,  // block median of 1000 / capacity TPOT
 	"ttft_ms_p50":            false, // block median of visible TTFT
 	"tpot_ms_p50":            false, // block median of capacity TPOT
 	"e2e_ms_p50":             false, // block median of E2E
+	// Tail percentiles of a block: they enter a verdict only when every compared
+	// block has the sample count that certifies them (report, stats.CertifiedMin).
+	"ttft_p90_ms": false, "ttft_p95_ms": false, "ttft_p99_ms": false,
+	"tpot_p90_ms": false, "tpot_p95_ms": false, "tpot_p99_ms": false,
+	"e2e_p90_ms": false, "e2e_p95_ms": false, "e2e_p99_ms": false,
+	// GPU energy over the block window / completion tokens of the block.
+	"joules_per_output_token": false,
 }
+
+// Criteria a decision rule may use.
+const (
+	// CriterionPoint: the mean paired gain must reach min_gain (seed 001's rule as
+	// written); the interval is reported but does not decide.
+	CriterionPoint = "point"
+	// CriterionInterval: the 95% interval's lower bound of the gain must reach
+	// min_gain on primary cells, and its bound on the regression must stay within
+	// max_protected_regression on protected cells. The default.
+	CriterionInterval = "interval"
+)
+
+var criteria = []string{CriterionInterval, CriterionPoint}
 
 // Decision is the pre-registered decision rule of a campaign: which cells decide,
 // by how much the candidate must win there, and how much it may lose on the
@@ -39,6 +61,9 @@ var DecisionMetrics = map[string]bool{
 //	  min_gain                 = 0.05
 //	  max_protected_regression = 0.03
 //	  matched_repetitions      = 3
+//	  criterion                = "interval" # or "point"
+//	  max_drift                = 0.02       # default: half the smallest effect to resolve
+//	  block_cv                 = 0.02       # declared block-to-block variation (prior)
 //	}
 //
 // A cell selector is "cN": concurrency N of both arms.
@@ -52,7 +77,27 @@ type Decision struct {
 	MinGain                float64
 	MaxProtectedRegression float64
 	MatchedRepetitions     int
-	DeclRange              hcl.Range
+	// Criterion is CriterionInterval unless the rule says otherwise.
+	Criterion string
+	// MaxDrift bounds the drift between the incumbent arms before and after the
+	// candidate; nil means the default, half the smallest effect the rule must
+	// resolve (min_gain, and max_protected_regression when there are protected
+	// cells).
+	MaxDrift *float64
+	// BlockCV is a declared coefficient of variation of a block's primary metric
+	// between repetitions, used for the minimum detectable effect instead of the
+	// pilot's estimate; nil when not declared.
+	BlockCV   *float64
+	DeclRange hcl.Range
+}
+
+// DefaultMaxDrift is the drift bound a rule gets when it declares none.
+func (d *Decision) DefaultMaxDrift() float64 {
+	m := d.MinGain
+	if len(d.ProtectedCells) > 0 && d.MaxProtectedRegression > 0 && d.MaxProtectedRegression < m {
+		m = d.MaxProtectedRegression
+	}
+	return m / 2
 }
 
 var decisionSchema = &hcl.BodySchema{
@@ -65,6 +110,9 @@ var decisionSchema = &hcl.BodySchema{
 		{Name: "min_gain", Required: true},
 		{Name: "max_protected_regression"},
 		{Name: "matched_repetitions"},
+		{Name: "criterion"},
+		{Name: "max_drift"},
+		{Name: "block_cv"},
 	},
 }
 
@@ -84,7 +132,7 @@ func (p *Plan) addDecision(b *hcl.Block) hcl.Diagnostics {
 }
 
 func decodeDecision(b *hcl.Block) (*Decision, hcl.Diagnostics) {
-	d := &Decision{Name: b.Labels[0], DeclRange: b.DefRange, MatchedRepetitions: 1}
+	d := &Decision{Name: b.Labels[0], DeclRange: b.DefRange, MatchedRepetitions: 1, Criterion: CriterionInterval}
 	content, diags := b.Body.Content(decisionSchema)
 	diags = listValid(diags, "decision", schemaNames(decisionSchema))
 	if content == nil || diags.HasErrors() {
@@ -152,7 +200,27 @@ func decodeDecision(b *hcl.Block) (*Decision, hcl.Diagnostics) {
 		}
 		sort.Strings(names)
 		diags = append(diags, errorAt(content.Attributes["primary_metric"].Expr.Range(), "Unknown primary metric",
-			"%q is not a decision metric. Valid metrics: %s.", d.PrimaryMetric, strings.Join(names, ", ")))
+			"%q is not a decision metric.%s Valid metrics: %s.", d.PrimaryMetric, didYouMean(d.PrimaryMetric, names), strings.Join(names, ", ")))
+	}
+	if a, ok := content.Attributes["criterion"]; ok {
+		c, cd := staticString(a)
+		diags = append(diags, cd...)
+		if !cd.HasErrors() && !slices.Contains(criteria, c) {
+			diags = append(diags, errorAt(a.Expr.Range(), "Unknown criterion",
+				"criterion %q is not one of %s.%s", c, strings.Join(criteria, ", "), didYouMean(c, criteria)))
+		} else if !cd.HasErrors() {
+			d.Criterion = c
+		}
+	}
+	if f, ok := num("max_drift", 0, 1); ok {
+		d.MaxDrift = &f
+	}
+	if f, ok := num("block_cv", 0, 1); ok {
+		if f == 0 {
+			diags = append(diags, errorAt(content.Attributes["block_cv"].Expr.Range(), "Value out of range",
+				"block_cv must be greater than 0: no two blocks ever measure the same figure."))
+		}
+		d.BlockCV = &f
 	}
 	d.PrimaryCells = cells("primary_cells")
 	d.ProtectedCells = cells("protected_cells")
@@ -182,7 +250,8 @@ func (d *Decision) canonical() map[string]any {
 		}
 		return s
 	}
-	return map[string]any{
+	m := map[string]any{
+		"criterion":                d.Criterion,
 		"name":                     d.Name,
 		"primary_metric":           d.PrimaryMetric,
 		"primary_cells":            list(d.PrimaryCells),
@@ -193,4 +262,13 @@ func (d *Decision) canonical() map[string]any {
 		"max_protected_regression": num(d.MaxProtectedRegression),
 		"matched_repetitions":      d.MatchedRepetitions,
 	}
+	// Absent when not declared, so the report can tell a declared bound or prior
+	// from a default.
+	if d.MaxDrift != nil {
+		m["max_drift"] = num(*d.MaxDrift)
+	}
+	if d.BlockCV != nil {
+		m["block_cv"] = num(*d.BlockCV)
+	}
+	return m
 }

@@ -61,6 +61,7 @@ func TestScripts(t *testing.T) {
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("QUICKSTART", filepath.Join(root, "examples", "quickstart", "campaign.hcl"))
+			env.Setenv("FLARE", filepath.Join(root, "examples", "flare-wave1", "campaign.hcl"))
 			return nil
 		},
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps/report"
 	"github.com/spf13/cobra"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -15,6 +16,7 @@ import (
 func newShowCmd(g *globals) *cobra.Command {
 	var a planArgs
 	var asJSON bool
+	var state string
 	cmd := &cobra.Command{
 		Use:   "show CAMPAIGN",
 		Short: "Print the ordered step instances, what is unknown until which step, and the outage fit",
@@ -32,10 +34,25 @@ func newShowCmd(g *globals) *cobra.Command {
 				_, err = g.stdout.Write(b)
 				return err
 			}
-			return renderShow(g.stdout, p)
+			if err := renderShow(g.stdout, p); err != nil {
+				return err
+			}
+			if state == "" {
+				return nil
+			}
+			// After the pilot, what the design can resolve: stated before any
+			// candidate traffic, while the rule can still be amended prospectively.
+			pw, err := report.PowerFromState(state)
+			if err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			fmt.Fprintln(g.stdout)
+			fmt.Fprintln(g.stdout, pw.String())
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the canonical plan JSON instead")
+	cmd.Flags().StringVar(&state, "state", "", "state directory: also state the minimum detectable effect from its pilot")
 	a.bind(cmd)
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/report"
 	"github.com/spf13/cobra"
 )
 
@@ -60,6 +61,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.stdout, "plan sha256 %s, %d amendment(s), %d journal records\n", st.PlanSHA256, st.Amendments, st.Records)
 			fmt.Fprintf(g.stdout, "journal head %s\n", st.Head)
+			if pw, err := report.PowerFromState(state); err == nil && pw != nil {
+				fmt.Fprintln(g.stdout, pw.String())
+			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "STEP\tSTATUS\tCLASS\tATTEMPTS\tMESSAGE")
 			for _, s := range st.Steps {

@@ -277,6 +277,8 @@ matrix "extended" {
 
 # 8. Pre-registered decision rule: >= 5% primary gain, <= 3% protected regression,
 # three matched repetitions. The wave authorises no promotion; the rule is recorded.
+# As the seed wrote it, the rule compares point estimates (criterion "point"); after
+# the pilot, `rigor plan show --state` states what three repetitions can resolve.
 decision "promotion" {
   primary_metric           = "aggregate_output_tok_s"
   primary_cells            = ["c4"]
@@ -286,6 +288,7 @@ decision "promotion" {
   min_gain                 = 0.05
   max_protected_regression = 0.03
   matched_repetitions      = 3
+  criterion                = "point"
 }
 
 # 9. Restore the exact incumbent; verify health, preflight and the protected

@@ -65,6 +65,11 @@ func (r *Report) charts() ([]chart, error) {
 	} else if ok {
 		out = append(out, c)
 	}
+	if c, ok, err := r.noiseChart(); err != nil {
+		return nil, err
+	} else if ok {
+		out = append(out, c)
+	}
 	for _, m := range []struct {
 		name, title, unit string
 		metric            int
@@ -251,4 +256,74 @@ func (r *Report) gpuChart(name, title, unit string) (chart, error) {
 		p.Legend.Add("GPU "+d, l)
 	}
 	return render(name, title, "source: gpu.jsonl sampled during each block (shaded); "+naturalOutput, p, 8*vg.Inch, 4*vg.Inch)
+}
+
+// noiseChart plots every measured block's decision metric in run order, relative to
+// the baseline arm's mean at the same concurrency, coloured by arm and shaped by
+// concurrency: drift shows as the incumbent's later blocks leaving zero.
+func (r *Report) noiseChart() (chart, bool, error) {
+	metric := "aggregate_output_tok_s"
+	if ru := r.ev.plan.Campaign.Decision; ru != nil {
+		metric = ru.PrimaryMetric
+	}
+	pts := r.runOrder(metric)
+	if len(pts) == 0 {
+		return chart{}, false, nil
+	}
+	p := plot.New()
+	p.X.Label.Text = "run order (journal order of block starts)"
+	p.Y.Label.Text = "% relative to the baseline arm's mean at the same C"
+	type key struct {
+		arm  int
+		name string
+		conc int
+	}
+	series := map[key]plotter.XYs{}
+	var keys []key
+	for i, pt := range pts {
+		if pt.rel == nil {
+			continue
+		}
+		k := key{pt.armIndex, pt.arm, pt.conc}
+		if _, ok := series[k]; !ok {
+			keys = append(keys, k)
+		}
+		series[k] = append(series[k], plotter.XY{X: float64(i + 1), Y: *pt.rel * 100})
+	}
+	if len(keys) == 0 {
+		return chart{}, false, nil
+	}
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}}
+	concIx := map[int]int{}
+	for _, k := range keys {
+		if _, ok := concIx[k.conc]; !ok {
+			concIx[k.conc] = len(concIx)
+		}
+	}
+	if v := r.Summary.Promotion; v.Rule != nil && v.DriftArm != "" {
+		for _, y := range []float64{v.MaxDrift * 100, -v.MaxDrift * 100} {
+			l, err := plotter.NewLine(plotter.XYs{{X: 1, Y: y}, {X: float64(len(pts)), Y: y}})
+			if err != nil {
+				return chart{}, false, err
+			}
+			l.Color = color.Gray{Y: 0x99}
+			l.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+			p.Add(l)
+		}
+	}
+	for _, k := range keys {
+		sc, err := plotter.NewScatter(series[k])
+		if err != nil {
+			return chart{}, false, err
+		}
+		sc.GlyphStyle.Color = palette[k.arm%len(palette)]
+		sc.GlyphStyle.Shape = shapes[concIx[k.conc]%len(shapes)]
+		sc.GlyphStyle.Radius = vg.Points(3.5)
+		p.Add(sc)
+		p.Legend.Add(fmt.Sprintf("%s c%d", k.name, k.conc), sc)
+	}
+	p.Legend.Top = true
+	c, err := render("noise_drift", "Every measured block in run order, by arm ("+metric+")",
+		"source: requests.jsonl (and gpu.jsonl for energy) of each measured block attempt; dashed: the drift bound; "+naturalOutput, p, 8*vg.Inch, 4.5*vg.Inch)
+	return c, err == nil, err
 }

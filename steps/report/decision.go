@@ -2,24 +2,38 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps/internal/stats"
 )
+
+// Level is the two-sided confidence of every interval in the verdict.
+const Level = 0.95
 
 // Verdict is the decision rule applied to the evidence. Promoted is true only when
 // every comparison is eligible and every criterion holds.
 type Verdict struct {
-	Promoted    bool          `json:"promoted"`
-	Rule        *decisionRule `json:"rule"`
-	Eligible    bool          `json:"eligible"`
-	Verdict     string        `json:"verdict"`
-	Reasons     []string      `json:"reasons"`
-	Comparisons []Comparison  `json:"comparisons"`
+	Promoted  bool          `json:"promoted"`
+	Rule      *decisionRule `json:"rule"`
+	Eligible  bool          `json:"eligible"`
+	Verdict   string        `json:"verdict"`
+	Reasons   []string      `json:"reasons"`
+	Criterion string        `json:"criterion,omitempty"`
+	Level     float64       `json:"level,omitempty"`
+	// MaxDrift is the drift bound in force and MaxDriftBasis where it comes from.
+	MaxDrift      float64      `json:"max_drift,omitempty"`
+	MaxDriftBasis string       `json:"max_drift_basis,omitempty"`
+	DriftArm      string       `json:"drift_control_arm,omitempty"` // "" when no incumbent arm follows the candidate
+	Comparisons   []Comparison `json:"comparisons"`
 }
 
-// Comparison is one cell selector of the rule: baseline against candidate.
+// Comparison is one cell selector of the rule: the candidate against the incumbent
+// arms that bracket it, repetition by repetition.
 type Comparison struct {
 	Role           string      `json:"role"` // primary or protected
 	Cell           string      `json:"cell"`
@@ -27,13 +41,35 @@ type Comparison struct {
 	HigherIsBetter bool        `json:"higher_is_better"`
 	Baseline       *CellFigure `json:"baseline"`
 	Candidate      *CellFigure `json:"candidate"`
+	After          *CellFigure `json:"drift_control,omitempty"`
 	Eligible       bool        `json:"eligible"`
 	Ineligible     string      `json:"ineligible_reason,omitempty"`
-	// Gain is the candidate's relative improvement over the baseline, signed so that
-	// positive is better whatever the metric's direction.
-	Gain      *float64 `json:"gain"`
-	Criterion string   `json:"criterion"`
-	Holds     bool     `json:"holds"`
+	Pairs          []Pair      `json:"pairs"`
+	// Gain is the mean paired gain, signed so that positive is better whatever the
+	// metric's direction; Interval is its 95% interval (method t or bootstrap).
+	Gain     *float64        `json:"gain"`
+	Interval *stats.Interval `json:"interval,omitempty"`
+	Drift    *Drift          `json:"drift,omitempty"`
+	// Criterion states the test; Decided names the figure that decided it and
+	// DecidingValue its value. HoldsPoint and HoldsInterval say what each criterion
+	// would have said, so a reader sees why they differ.
+	Criterion     string   `json:"criterion"`
+	Decided       string   `json:"decided_by,omitempty"`
+	DecidingValue *float64 `json:"deciding_value,omitempty"`
+	Holds         bool     `json:"holds"`
+	HoldsPoint    *bool    `json:"holds_point,omitempty"`
+	HoldsInterval *bool    `json:"holds_interval,omitempty"`
+}
+
+// Pair is one repetition of a comparison: the incumbent before and after, their
+// mean (the bracketing baseline), the candidate and the gain.
+type Pair struct {
+	Repetition int      `json:"repetition"`
+	Before     float64  `json:"before"`
+	After      *float64 `json:"after,omitempty"`
+	Baseline   float64  `json:"baseline"`
+	Candidate  float64  `json:"candidate"`
+	Gain       float64  `json:"gain"`
 }
 
 // CellFigure is the metric of one arm's cell over the matched repetitions.
@@ -46,16 +82,42 @@ type CellFigure struct {
 	Mean           *float64  `json:"mean"`
 }
 
-func blockMetric(st *blockStats, metric string) (float64, bool) {
-	pick := func(p *float64) (float64, bool) {
+// Drift is the relative change of a metric between the incumbent arms before and
+// after the candidate at one concurrency: after/before - 1 per repetition, with its
+// 95% interval.
+type Drift struct {
+	Concurrency int             `json:"concurrency"`
+	Metric      string          `json:"metric"`
+	Before      string          `json:"before_cell"`
+	After       string          `json:"after_cell"`
+	Repetitions []int           `json:"repetitions"`
+	Changes     []float64       `json:"changes"`
+	Mean        *float64        `json:"mean"`
+	Interval    *stats.Interval `json:"interval,omitempty"`
+	Max         float64         `json:"max_drift"`
+	Exceeds     bool            `json:"exceeds"`
+	Note        string          `json:"note,omitempty"`
+}
+
+// blockMetric is a decision metric of one block attempt. why says why there is no
+// usable figure (a percentile below its certified count, energy without coverage).
+func blockMetric(a *attemptRef, metric string) (float64, string) {
+	st := a.stats
+	if st == nil {
+		return 0, "no records"
+	}
+	pick := func(p *float64) (float64, string) {
 		if p == nil {
-			return 0, false
+			return 0, "no visible success"
 		}
-		return *p, true
+		return *p, ""
 	}
 	switch metric {
 	case "aggregate_output_tok_s":
-		return st.AggregateTokS(), st.WallS() > 0
+		if st.WallS() <= 0 {
+			return 0, "no wall time"
+		}
+		return st.AggregateTokS(), ""
 	case "decode_tok_s_p50":
 		return pick(st.Decodep50)
 	case "ttft_ms_p50":
@@ -64,8 +126,79 @@ func blockMetric(st *blockStats, metric string) (float64, bool) {
 		return pick(st.TPOTp50)
 	case "e2e_ms_p50":
 		return pick(st.E2Ep50)
+	case "joules_per_output_token":
+		e := a.energy
+		switch {
+		case e == nil:
+			return 0, "no GPU energy over the block window"
+		case !e.usable():
+			return 0, fmt.Sprintf("GPU samples cover %s of the block window, below the %s an energy verdict needs", pct(e.Coverage), pct(minEnergyCoverage))
+		}
+		return *e.JoulesPerOutputToken, ""
 	}
-	return 0, false
+	if m, p, ok := percentileMetric(metric); ok {
+		xs := append([]float64(nil), st.vals[m]...)
+		slices.Sort(xs)
+		b := stats.QuantileInterval(xs, p, Level)
+		if !b.Certified {
+			return 0, fmt.Sprintf("p%s over %d samples is descriptive: %d certify it", fmtF(p*100, -1), b.N, b.Needed)
+		}
+		return *b.Estimate, ""
+	}
+	return 0, "unknown metric"
+}
+
+// percentileMetric parses "ttft_p95_ms" into the per-request figure and 0.95.
+func percentileMetric(name string) (int, float64, bool) {
+	fig, rest, ok := strings.Cut(name, "_p")
+	if !ok || !strings.HasSuffix(rest, "_ms") {
+		return 0, 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(rest, "_ms"))
+	if err != nil || n <= 0 || n >= 100 {
+		return 0, 0, false
+	}
+	m := map[string]int{"ttft": mTTFT, "tpot": mTPOT, "e2e": mE2E}
+	i, ok := m[fig]
+	return i, float64(n) / 100, ok
+}
+
+// armTarget is the target name of an arm's cells.
+func (ev *evidence) armTarget(arm string) string {
+	for _, c := range ev.cells {
+		if c.Arm == arm && len(c.Blocks) > 0 {
+			return text(c.Blocks[0].Target["name"])
+		}
+	}
+	return ""
+}
+
+// driftArm is the drift-control arm of a rule: the last arm declared after the
+// candidate arm, in the baseline arm's matrix, that runs the baseline's target (the
+// second A of ABBA). "" when there is none.
+func (ev *evidence) driftArm(baseline, candidate string) string {
+	tgt := ev.armTarget(baseline)
+	var matrix string
+	for _, c := range ev.cells {
+		if c.Arm == baseline {
+			matrix = c.Matrix
+			break
+		}
+	}
+	seenCand, out := false, ""
+	for _, c := range ev.cells {
+		if c.Matrix != matrix {
+			continue
+		}
+		if c.Arm == candidate {
+			seenCand = true
+			continue
+		}
+		if seenCand && c.Arm != baseline && tgt != "" && text(c.Blocks[0].Target["name"]) == tgt {
+			out = c.Arm
+		}
+	}
+	return out
 }
 
 // decide applies the campaign's decision rule to the evidence.
@@ -83,49 +216,15 @@ func (ev *evidence) decide(rows map[string]*Row) Verdict {
 		v.Reasons = append(v.Reasons, v.Verdict)
 		return v
 	}
+	v.Criterion, v.Level = rule.Criterion, Level
+	v.MaxDrift, v.MaxDriftBasis = ev.maxDrift(rule)
+	v.DriftArm = ev.driftArm(rule.BaselineArm, rule.CandidateArm)
 	k := max(rule.MatchedRepetitions, 1)
-	compare := func(role, sel string, threshold float64) Comparison {
-		c := Comparison{Role: role, Cell: sel, Metric: rule.PrimaryMetric, HigherIsBetter: higher}
-		if role == "primary" {
-			c.Criterion = fmt.Sprintf("gain ≥ %s", pct(threshold))
-		} else {
-			c.Criterion = fmt.Sprintf("regression ≤ %s", pct(threshold))
-		}
-		conc, err := strconv.Atoi(strings.TrimPrefix(sel, "c"))
-		if err != nil {
-			c.Ineligible = fmt.Sprintf("%q is not a cell selector", sel)
-			return c
-		}
-		var why []string
-		c.Baseline, why = ev.figure(rule.BaselineArm, conc, k, rule.PrimaryMetric, rows, why)
-		c.Candidate, why = ev.figure(rule.CandidateArm, conc, k, rule.PrimaryMetric, rows, why)
-		if len(why) > 0 {
-			c.Ineligible = strings.Join(why, "; ")
-			return c
-		}
-		c.Eligible = true
-		b, x := *c.Baseline.Mean, *c.Candidate.Mean
-		if b == 0 {
-			c.Eligible, c.Ineligible = false, "baseline mean is zero"
-			return c
-		}
-		g := (x - b) / b
-		if !higher {
-			g = (b - x) / b
-		}
-		c.Gain = &g
-		if role == "primary" {
-			c.Holds = g >= threshold
-		} else {
-			c.Holds = -g <= threshold
-		}
-		return c
-	}
 	for _, sel := range rule.PrimaryCells {
-		v.Comparisons = append(v.Comparisons, compare("primary", sel, rule.MinGain))
+		v.Comparisons = append(v.Comparisons, ev.compare(rule, "primary", sel, rule.MinGain, higher, k, v, rows))
 	}
 	for _, sel := range rule.ProtectedCells {
-		v.Comparisons = append(v.Comparisons, compare("protected", sel, rule.MaxProtectedRegression))
+		v.Comparisons = append(v.Comparisons, ev.compare(rule, "protected", sel, rule.MaxProtectedRegression, higher, k, v, rows))
 	}
 	v.Eligible = len(v.Comparisons) > 0
 	holds := v.Eligible
@@ -134,13 +233,15 @@ func (ev *evidence) decide(rows map[string]*Row) Verdict {
 		case !c.Eligible:
 			v.Eligible, holds = false, false
 			v.Reasons = append(v.Reasons, fmt.Sprintf("%s cell %s is ineligible: %s", c.Role, c.Cell, c.Ineligible))
-		case !c.Holds && c.Role == "primary":
-			holds = false
-			v.Reasons = append(v.Reasons, fmt.Sprintf("primary cell %s: gain %s is below the minimum %s", c.Cell, pct(*c.Gain), pct(rule.MinGain)))
 		case !c.Holds:
 			holds = false
-			v.Reasons = append(v.Reasons, fmt.Sprintf("protected cell %s: regression %s exceeds the maximum %s", c.Cell, pct(-*c.Gain), pct(rule.MaxProtectedRegression)))
+			v.Reasons = append(v.Reasons, c.why(rule))
+		case c.HoldsPoint != nil && c.HoldsInterval != nil && *c.HoldsPoint != *c.HoldsInterval:
+			v.Reasons = append(v.Reasons, c.why(rule))
 		}
+	}
+	if v.DriftArm == "" {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("no incumbent arm runs %s's target after %s: drift between the arms is not measured", rule.BaselineArm, rule.CandidateArm))
 	}
 	v.Promoted = v.Eligible && holds
 	switch {
@@ -155,24 +256,171 @@ func (ev *evidence) decide(rows map[string]*Row) Verdict {
 	return v
 }
 
-// figure finds an arm's cell at a concurrency and averages the metric over its
-// first k measured repetitions. Any failure makes it ineligible.
-func (ev *evidence) figure(arm string, conc, k int, metric string, rows map[string]*Row, why []string) (*CellFigure, []string) {
-	var cell *cellRef
-	for _, c := range ev.cells {
-		if c.Arm == arm && c.Conc == conc {
-			cell = c
-			break
-		}
+// maxDrift is the rule's drift bound and where it comes from.
+func (ev *evidence) maxDrift(rule *decisionRule) (float64, string) {
+	if rule.MaxDrift != nil {
+		return *rule.MaxDrift, "declared max_drift"
 	}
+	d := plans.Decision{MinGain: rule.MinGain, MaxProtectedRegression: rule.MaxProtectedRegression, ProtectedCells: rule.ProtectedCells}
+	return d.DefaultMaxDrift(), "default: half the smallest effect the rule must resolve"
+}
+
+// why explains a comparison that does not hold, or whose two criteria disagree.
+func (c Comparison) why(rule *decisionRule) string {
+	g, lo := *c.Gain, math.NaN()
+	if c.Interval != nil {
+		lo = c.Interval.Lo
+	}
+	var s string
+	if c.Role == "primary" {
+		s = fmt.Sprintf("primary cell %s: mean gain %s", c.Cell, pct(g))
+		if !math.IsNaN(lo) {
+			s += fmt.Sprintf(", 95%% interval lower bound %s", pct(lo))
+		}
+		s += fmt.Sprintf(", minimum %s", pct(rule.MinGain))
+	} else {
+		s = fmt.Sprintf("protected cell %s: mean regression %s", c.Cell, pct(-g))
+		if !math.IsNaN(lo) {
+			s += fmt.Sprintf(", 95%% interval upper bound of the regression %s", pct(-lo))
+		}
+		s += fmt.Sprintf(", maximum %s", pct(rule.MaxProtectedRegression))
+	}
+	switch {
+	case c.HoldsPoint != nil && c.HoldsInterval != nil && *c.HoldsPoint && !*c.HoldsInterval:
+		s += fmt.Sprintf(": the point estimate meets the rule but the interval does not, so criterion \"point\" would hold and criterion \"interval\" does not; with %d repetitions the block-to-block noise is too large to resolve it", len(c.Pairs))
+	case c.HoldsPoint != nil && c.HoldsInterval != nil && !*c.HoldsPoint && *c.HoldsInterval:
+		s += ": the interval meets the rule but the point estimate does not"
+	case !c.Holds:
+		s += fmt.Sprintf(": does not hold under criterion %q", rule.Criterion)
+	}
+	return s
+}
+
+// compare builds one comparison at the concurrency a cell selector names.
+func (ev *evidence) compare(rule *decisionRule, role, sel string, threshold float64, higher bool, k int, v Verdict, rows map[string]*Row) Comparison {
+	c := Comparison{Role: role, Cell: sel, Metric: rule.PrimaryMetric, HigherIsBetter: higher, Pairs: []Pair{}}
+	bound := "mean"
+	if rule.Criterion == plans.CriterionInterval {
+		bound = "lower bound of the 95% interval of"
+	}
+	if role == "primary" {
+		c.Criterion = fmt.Sprintf("%s the gain ≥ %s", bound, pct(threshold))
+	} else {
+		c.Criterion = fmt.Sprintf("%s the gain ≥ −%s (regression ≤ %s)", bound, pct(threshold), pct(threshold))
+	}
+	conc, err := strconv.Atoi(strings.TrimPrefix(sel, "c"))
+	if err != nil {
+		c.Ineligible = fmt.Sprintf("%q is not a cell selector", sel)
+		return c
+	}
+	var why []string
+	c.Baseline, why = ev.figure(rule.BaselineArm, conc, k, rule.PrimaryMetric, rows, why)
+	c.Candidate, why = ev.figure(rule.CandidateArm, conc, k, rule.PrimaryMetric, rows, why)
+	if v.DriftArm != "" {
+		var dwhy []string
+		c.After, dwhy = ev.figure(v.DriftArm, conc, k, rule.PrimaryMetric, rows, nil)
+		for _, w := range dwhy {
+			why = append(why, "drift control "+w)
+		}
+		c.Drift = ev.drift(rule.BaselineArm, v.DriftArm, conc, k, rule.PrimaryMetric, v.MaxDrift)
+	}
+	if len(why) > 0 {
+		c.Ineligible = strings.Join(why, "; ")
+		return c
+	}
+	// Drift makes the comparison ineligible but, unlike a failure or an invalid
+	// block, leaves figures worth showing: the effect is estimated and stated.
+	var drifted string
+	if c.Drift != nil && c.Drift.Exceeds {
+		drifted = fmt.Sprintf("drift of %s between %s and %s exceeds what the rule can resolve (max_drift %s, %s)",
+			pm(*c.Drift.Mean), rule.BaselineArm, v.DriftArm, pct(v.MaxDrift), v.MaxDriftBasis)
+	}
+	// Pair by repetition number; the drift control pairs too when present.
+	for i, rep := range c.Baseline.Repetitions {
+		j := slices.Index(c.Candidate.Repetitions, rep)
+		if j < 0 {
+			continue
+		}
+		p := Pair{Repetition: rep, Before: c.Baseline.Values[i], Baseline: c.Baseline.Values[i], Candidate: c.Candidate.Values[j]}
+		if c.After != nil {
+			a := slices.Index(c.After.Repetitions, rep)
+			if a < 0 {
+				continue
+			}
+			x := c.After.Values[a]
+			p.After = &x
+			p.Baseline = (p.Before + x) / 2
+		}
+		if p.Baseline == 0 {
+			c.Ineligible = fmt.Sprintf("repetition %d: the incumbent's %s is zero", rep, rule.PrimaryMetric)
+			return c
+		}
+		p.Gain = p.Candidate/p.Baseline - 1
+		if !higher {
+			p.Gain = 1 - p.Candidate/p.Baseline
+		}
+		c.Pairs = append(c.Pairs, p)
+	}
+	if len(c.Pairs) < k {
+		c.Ineligible = fmt.Sprintf("%d of the %d matched repetitions are present in every arm", len(c.Pairs), k)
+		return c
+	}
+	gains := make([]float64, len(c.Pairs))
+	for i, p := range c.Pairs {
+		gains[i] = p.Gain
+	}
+	g := stats.Mean(gains)
+	c.Gain = &g
+	if iv, err := stats.MeanInterval(gains, Level); err == nil {
+		c.Interval = &iv
+	}
+	holdsAt := func(x float64) bool {
+		if role == "primary" {
+			return x >= threshold
+		}
+		return x >= -threshold
+	}
+	hp := holdsAt(g)
+	c.HoldsPoint = &hp
+	if c.Interval != nil {
+		hi := holdsAt(c.Interval.Lo)
+		c.HoldsInterval = &hi
+	}
+	if drifted != "" {
+		c.Ineligible = drifted
+		return c
+	}
+	c.Eligible = true
+	switch rule.Criterion {
+	case plans.CriterionInterval:
+		if c.Interval == nil {
+			c.Eligible = false
+			c.Ineligible = fmt.Sprintf("criterion \"interval\" needs an interval, and %d matched repetition(s) give none (at least 2)", len(c.Pairs))
+			return c
+		}
+		c.Decided, c.DecidingValue, c.Holds = "interval lower bound of the gain", &c.Interval.Lo, *c.HoldsInterval
+		if role == "protected" {
+			c.Decided = "interval upper bound of the regression (−lower bound of the gain)"
+		}
+	default:
+		c.Decided, c.DecidingValue, c.Holds = "mean gain", c.Gain, hp
+	}
+	return c
+}
+
+// figure finds an arm's cell at a concurrency and takes the metric of its first k
+// measured repetitions. Any failure in the cell makes it ineligible, and so does a
+// block that fails a validity check or whose metric is not usable.
+func (ev *evidence) figure(arm string, conc, k int, metric string, rows map[string]*Row, why []string) (*CellFigure, []string) {
+	cell := ev.cellAt(arm, conc)
 	if cell == nil {
 		return nil, append(why, fmt.Sprintf("arm %s has no cell at concurrency %d", arm, conc))
 	}
 	row := rows[cell.Key]
 	f := &CellFigure{CellID: cell.Key, Disposition: row.Disposition, Repetitions: []int{}, Values: []float64{}}
 	for _, b := range cell.Blocks {
-		if b.stats != nil {
-			f.FailedRequests += b.stats.FailedN
+		for _, a := range b.population() {
+			f.FailedRequests += a.stats.FailedN
 		}
 	}
 	if f.FailedRequests > 0 {
@@ -181,13 +429,23 @@ func (ev *evidence) figure(arm string, conc, k int, metric string, rows map[stri
 	if row.Disposition != Accepted {
 		why = append(why, fmt.Sprintf("%s is %s", cell.Key, row.Disposition))
 	}
+	if f.FailedRequests > 0 || row.Disposition != Accepted {
+		// Seed 003: a cell that is not accepted carries no headline figure.
+		return f, why
+	}
 	sum := 0.0
 	for _, b := range cell.Blocks {
-		if !b.measured() || b.stats == nil || len(f.Values) == k {
+		a := b.settling()
+		if !b.measured() || a == nil || a.stats == nil || len(f.Values) == k {
 			continue
 		}
-		x, ok := blockMetric(b.stats, metric)
-		if !ok {
+		if a.validity != nil && !a.validity.OK {
+			why = append(why, fmt.Sprintf("%s fails validity: %s", blockName(b), strings.Join(a.validity.failed(), "; ")))
+			continue
+		}
+		x, bad := blockMetric(a, metric)
+		if bad != "" {
+			why = append(why, fmt.Sprintf("%s: %s", blockName(b), bad))
 			continue
 		}
 		f.Repetitions = append(f.Repetitions, b.Repetition)
@@ -201,6 +459,75 @@ func (ev *evidence) figure(arm string, conc, k int, metric string, rows map[stri
 		f.Mean = &m
 	}
 	return f, why
+}
+
+// cellAt is an arm's cell at a concurrency (the first matrix that has one).
+func (ev *evidence) cellAt(arm string, conc int) *cellRef {
+	for _, c := range ev.cells {
+		if c.Arm == arm && c.Conc == conc {
+			return c
+		}
+	}
+	return nil
+}
+
+// blockName is "arm/cN/rK" for a matrix block.
+func blockName(b *blockRef) string {
+	return fmt.Sprintf("%s/c%d/%s", b.Arm, b.Conc, blockLabel(b))
+}
+
+// drift measures the incumbent's change between its arm before and after the
+// candidate at one concurrency, on one metric, over the first k repetitions both
+// arms measured with a usable figure. Cells with failures still get a figure (the
+// comparison is already ineligible for them); nil when there are no pairs.
+func (ev *evidence) drift(before, after string, conc, k int, metric string, maxDrift float64) *Drift {
+	cb, ca := ev.cellAt(before, conc), ev.cellAt(after, conc)
+	if cb == nil || ca == nil {
+		return nil
+	}
+	d := &Drift{Concurrency: conc, Metric: metric, Before: cb.Key, After: ca.Key, Max: maxDrift, Repetitions: []int{}, Changes: []float64{}}
+	vals := func(c *cellRef) map[int]float64 {
+		m := map[int]float64{}
+		for _, b := range c.Blocks {
+			a := b.settling()
+			if !b.measured() || a == nil || a.stats == nil {
+				continue
+			}
+			if x, bad := blockMetric(a, metric); bad == "" {
+				m[b.Repetition] = x
+			}
+		}
+		return m
+	}
+	for _, c := range []*cellRef{cb, ca} {
+		for _, b := range c.Blocks {
+			for _, a := range b.population() {
+				if b.measured() && a.stats.FailedN > 0 {
+					d.Note = fmt.Sprintf("withheld: %s has failed requests, and a failed cell carries no figure", c.Key)
+					return d
+				}
+			}
+		}
+	}
+	vb, va := vals(cb), vals(ca)
+	for _, rep := range slices.Sorted(maps.Keys(vb)) {
+		y, ok := va[rep]
+		if x := vb[rep]; ok && x != 0 && len(d.Repetitions) < k {
+			d.Repetitions = append(d.Repetitions, rep)
+			d.Changes = append(d.Changes, y/x-1)
+		}
+	}
+	if len(d.Changes) == 0 {
+		d.Note = "no repetition has a usable figure in both incumbent arms"
+		return d
+	}
+	m := stats.Mean(d.Changes)
+	d.Mean = &m
+	if iv, err := stats.MeanInterval(d.Changes, Level); err == nil {
+		d.Interval = &iv
+	}
+	d.Exceeds = math.Abs(m) > maxDrift
+	return d
 }
 
 func pct(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }

@@ -18,7 +18,17 @@
 //     run or not, with a disposition: accepted, failed, blocked, deferred or pending.
 //   - Priming blocks never enter a cell's statistics. Every failed request stays in
 //     its denominator. A cell with any failed request or failed block is withheld
-//     from ranking and from the decision rule.
+//     from ranking and from the decision rule, and carries no headline figure.
+//   - Every attempt of a block is in its cell's population: an attempt a crash or a
+//     signal interrupted keeps its records, and the requests it declared but never
+//     recorded count as cancelled failures; a re-attempt is a retry shown beside the
+//     cell, never a replacement.
+//   - The verdict (decision.go) pairs blocks by repetition: the candidate against the
+//     mean of the incumbent arms before and after it (ABBA), with a 95% interval from
+//     package stats. Drift beyond the rule's bound, a failed request in a compared or
+//     drift-control cell, an invalid block (validity.go) or an uncertified
+//     percentile makes a comparison ineligible. Energy (energy.go) integrates each
+//     block's GPU samples over its window.
 //   - requests.jsonl is streamed: only the per-request figures the report needs are
 //     kept (float64 per figure per visible success), so a million records fit well
 //     under a GiB. Percentiles are exact (type 7, loadgen.Percentile).
@@ -32,5 +42,7 @@
 // are left out of the observations, never read as zero.
 //
 // Out of scope: re-running or repairing anything; statistical tests beyond the
-// pre-registered decision rule; interpreting scheduler traces or Nsight captures.
+// pre-registered decision rule (no p-values, no multiple-comparison correction);
+// randomized or counterbalanced arm orders; interpreting scheduler traces or
+// Nsight captures.
 package report

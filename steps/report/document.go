@@ -9,6 +9,7 @@ import (
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
+	"github.com/rigor-bench/rigor/steps/internal/stats"
 )
 
 // document assembles the report's sections (seed 002's shape) from the evidence.
@@ -22,6 +23,7 @@ func (r *Report) document(charts []chart) *document {
 	if ev.plan.Campaign.Description != "" {
 		top.p("%s", ev.plan.Campaign.Description)
 	}
+	r.glanceSection(d)
 
 	// Result card.
 	card := d.add("result-card", "Result card")
@@ -37,8 +39,12 @@ func (r *Report) document(charts []chart) *document {
 	card.tab(t)
 
 	r.measuredSection(d)
-	r.distributionSection(d)
 	r.decisionSection(d)
+	r.noiseSection(d, charts)
+	r.validitySection(d)
+	r.energySection(d)
+	r.distributionSection(d)
+	r.tailsSection(d)
 	r.failuresSection(d)
 	r.coverageSection(d)
 	r.amendmentsSection(d)
@@ -49,16 +55,19 @@ func (r *Report) document(charts []chart) *document {
 		cs := d.add("charts", "Charts")
 		cs.p("Machine-derived charts; each states its data source. They show natural output, not fixed-token work, and arms run different executable images: differences are observations, not causal measurements.")
 		for i := range charts {
-			cs.elems = append(cs.elems, elem{chart: &charts[i]})
+			if charts[i].Name != "noise_drift" { // shown in its own section
+				cs.elems = append(cs.elems, elem{chart: &charts[i]})
+			}
 		}
 	}
 	notes := d.add("interpretation", "Interpretation rules")
 	notes.list([]string{
 		"Priming blocks are recorded but excluded from every figure; priming is not proof of cache reuse.",
 		"Cache reuse is stated only from native prefix-cache counters and usage.cached_tokens, never from the word warm.",
-		fmt.Sprintf("A p99 over fewer than %d samples is descriptive only and is marked so.", loadgen.DescriptiveBelow),
+		fmt.Sprintf("A percentile over fewer samples than certify it (%d for p99, one-sided %s, MLPerf LoadGen's early-stopping count) is descriptive only, is marked so, and never enters a rule.", stats.CertifiedMin(0.99, stats.CertifyConfidence), pct(stats.CertifyConfidence)),
+		"Repetitions (blocks), not requests, are the unit of replication: effects and drift are over paired block figures, never over requests as replicates.",
 		"Capacity TPOT is generation duration divided by the completion tokens after the first; it is not a distribution of token gaps. Decode tok/s is its inverse.",
-		"Every failed request stays in its denominator; a cell with any failure is withheld from ranking and survivors are not substituted into a score.",
+		"Every failed request stays in its denominator; a cell with any failure is withheld from ranking and survivors are not substituted into a score. An attempt interrupted by a crash or a signal stays in its cell's population: its records count, and the requests it never completed count as cancelled failures; a re-attempt is listed as a retry beside the cell, never as a replacement.",
 		"Arms that run different executable images support no causal claim about a component: a difference is an observation of the stacks as run.",
 		"This is natural output, not fixed-token work: output lengths vary per request.",
 	})
@@ -237,8 +246,8 @@ func (r *Report) pathLine() string {
 
 func (r *Report) measuredSection(d *document) {
 	s := d.add("measured-results", "Measured results")
-	s.p("Mean block aggregate output throughput across the measured repetitions; TTFT and TPOT columns are the range (min–max) of the block medians in milliseconds. These are natural outputs, not fixed-token decode rates. A cell with any failed request is withheld: its timing ranges describe survivors only and do not support a ranking. Priming blocks are excluded.")
-	t := &table{head: []string{"Arm", "C", "Visible successes / attempted", "Mean block tok/s", "TTFT p50 range, ms", "TPOT p50 range, ms", "Disposition"}}
+	s.p("Mean block aggregate output throughput across the measured repetitions; TTFT and TPOT columns are the range (min–max) of the block medians in milliseconds. These are natural outputs, not fixed-token decode rates. A cell with any failed request is withheld and carries no headline figure, only its counts and reasons. Priming blocks are excluded.")
+	t := &table{head: []string{"Arm", "C", "Visible successes / attempted", "Mean block tok/s", "TTFT p50 range, ms", "TPOT p50 range, ms", "Validity", "Retries (every attempt counts)", "Disposition"}}
 	var notes []string
 	anyFailed := false
 	multi := map[string]bool{}
@@ -253,9 +262,11 @@ func (r *Report) measuredSection(d *document) {
 		vis, tok, ttft, tpot := "—", "—", "—", "—"
 		if row.Attempted != nil {
 			vis = fmt.Sprintf("%s/%s", fmtInt(*row.VisibleSuccesses), fmtInt(*row.Attempted))
-			tok = fmtF(*row.AggregateTokS, 3)
 			ttft = blockRange(row.Blocks, func(b RowBlk) *float64 { return b.TTFTp50 })
 			tpot = blockRange(row.Blocks, func(b RowBlk) *float64 { return b.TPOTp50 })
+		}
+		if row.AggregateTokS != nil {
+			tok = fmtF(*row.AggregateTokS, 3)
 		}
 		disp := row.Disposition
 		if row.Disposition != Accepted {
@@ -265,7 +276,15 @@ func (r *Report) measuredSection(d *document) {
 				tok = fmt.Sprintf("withheld [%d]", len(notes))
 			}
 		}
-		t.rows = append(t.rows, []string{arm, fmt.Sprint(row.Plan.Concurrency), vis, tok, ttft, tpot, disp})
+		valid := "—"
+		if row.Validity != nil {
+			valid = fmt.Sprintf("%d/%d pass", row.Validity.Passed, row.Validity.Blocks)
+		}
+		retries := "—"
+		if len(row.Retries) > 0 {
+			retries = strings.Join(row.Retries, " ")
+		}
+		t.rows = append(t.rows, []string{arm, fmt.Sprint(row.Plan.Concurrency), vis, tok, ttft, tpot, valid, retries, disp})
 	}
 	s.tab(t)
 	s.list(notes)
@@ -312,7 +331,7 @@ func blockRange(bs []RowBlk, f func(RowBlk) *float64) string {
 
 func (r *Report) distributionSection(d *document) {
 	s := d.add("distributions", "Distributions and counters per cell")
-	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a p99 over fewer than %d samples is marked descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO.", loadgen.DescriptiveBelow)
+	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a p99 over fewer than the %d samples that certify it is marked descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO. Failed cells carry no distribution.", stats.CertifiedMin(0.99, stats.CertifyConfidence))
 	t := &table{head: []string{"Cell", "n", "TTFO ms", "Visible TTFT ms", "Capacity TPOT ms", "E2E ms", "Decode tok/s", "Effective prefill tok/s", "Completion tokens"}}
 	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Client max concurrency", "Engine max running / waiting"}}
 	for _, row := range r.Summary.Rows {
@@ -365,17 +384,31 @@ func (r *Report) decisionSection(d *document) {
 		return
 	}
 	ru := v.Rule
-	s.p("Pre-registered rule %q: primary metric %s; baseline arm %s, candidate arm %s; primary cells %s need a gain of at least %s; protected cells %s may regress by at most %s; %d matched repetition(s) per cell. Any failed request in a compared cell makes the comparison ineligible.",
-		ru.Name, ru.PrimaryMetric, ru.BaselineArm, ru.CandidateArm, strings.Join(ru.PrimaryCells, ", "), pct(ru.MinGain),
-		orNone(ru.ProtectedCells), pct(ru.MaxProtectedRegression), ru.MatchedRepetitions)
-	t := &table{head: []string{"Role", "Cell", "Baseline (values → mean)", "Candidate (values → mean)", "Gain", "Criterion", "Holds"}}
+	s.p("Pre-registered rule %q: primary metric %s; baseline arm %s, candidate arm %s, drift-control arm %s; primary cells %s need a gain of at least %s; protected cells %s may regress by at most %s; %d matched repetition(s) per cell; criterion %q; drift bound %s (%s). Any failed request in a compared arm or in the drift-control arm, and any block that fails a validity check, makes the comparison ineligible.",
+		ru.Name, ru.PrimaryMetric, ru.BaselineArm, ru.CandidateArm, orText(v.DriftArm, "(none)"), strings.Join(ru.PrimaryCells, ", "), pct(ru.MinGain),
+		orNone(ru.ProtectedCells), pct(ru.MaxProtectedRegression), ru.MatchedRepetitions, ru.Criterion, pct(v.MaxDrift), v.MaxDriftBasis)
+	s.p("Per repetition, gain = candidate / baseline − 1 when higher is better and 1 − candidate / baseline when lower is better, the baseline being the mean of the incumbent before and after. The effect is the mean gain; its 95%% interval is Student's t over the per-repetition gains (bootstrap over blocks when at least %d are skewed beyond %g). Both criteria are shown so a reader can redo either.", stats.BootstrapMinN, stats.SkewLimit)
+	t := &table{head: []string{"Role", "Cell", "Repetitions: baseline vs candidate → gain", "Mean gain", "95% interval", "Criterion", "Point would hold", "Interval would hold", "Decided by", "Holds"}}
 	for _, c := range v.Comparisons {
-		gain, holds := "—", "ineligible: "+c.Ineligible
+		gain, iv, holds, dec := "—", "—", "ineligible: "+c.Ineligible, "—"
 		if c.Gain != nil {
-			gain = pct(*c.Gain)
-			holds = map[bool]string{true: "yes", false: "no"}[c.Holds]
+			gain = pm(*c.Gain)
 		}
-		t.rows = append(t.rows, []string{c.Role, c.Cell, figText(c.Baseline), figText(c.Candidate), gain, c.Criterion, holds})
+		if c.Interval != nil {
+			iv = ivText(c.Interval)
+		}
+		if c.Eligible {
+			holds = yesNo(c.Holds)
+			dec = fmt.Sprintf("%s = %s", c.Decided, pm(*c.DecidingValue))
+		}
+		hp, hi := "—", "—"
+		if c.HoldsPoint != nil {
+			hp = yesNo(*c.HoldsPoint)
+		}
+		if c.HoldsInterval != nil {
+			hi = yesNo(*c.HoldsInterval)
+		}
+		t.rows = append(t.rows, []string{c.Role, c.Cell, pairsText(c), gain, iv, c.Criterion, hp, hi, dec, holds})
 	}
 	s.tab(t)
 	s.p("Verdict: %s. promoted = %t.", v.Verdict, v.Promoted)
@@ -389,55 +422,43 @@ func orNone(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
-func figText(f *CellFigure) string {
-	if f == nil {
-		return "—"
-	}
-	var vs []string
-	for i, v := range f.Values {
-		vs = append(vs, fmt.Sprintf("r%d %s", f.Repetitions[i], fmtF(v, 3)))
-	}
-	m := "—"
-	if f.Mean != nil {
-		m = fmtF(*f.Mean, 3)
-	}
-	return fmt.Sprintf("%s: %s → %s (%s, %d failed)", f.CellID, strings.Join(vs, ", "), m, f.Disposition, f.FailedRequests)
-}
-
 func (r *Report) failuresSection(d *document) {
 	s := d.add("failures", "Failures")
 	t := &table{head: []string{"Request", "Block", "Class", "Finish reason", "Prompt / completion / reasoning tokens", "Chunks (reasoning / content)", "Error excerpt"}}
 	total, listed := 0, 0
 	for _, b := range r.ev.blocks {
-		if b.stats == nil {
-			continue
-		}
-		total += b.stats.FailedN
-		for _, f := range b.stats.Failures {
-			listed++
-			tok := "no usage"
-			if f.PromptTokens != nil {
-				rt := "not reported"
-				if f.ReasoningTokens != nil {
-					rt = fmt.Sprint(*f.ReasoningTokens)
+		for _, a := range b.population() {
+			total += a.stats.FailedN
+			for _, f := range a.stats.Failures {
+				listed++
+				tok := "no usage"
+				if f.PromptTokens != nil {
+					rt := "not reported"
+					if f.ReasoningTokens != nil {
+						rt = fmt.Sprint(*f.ReasoningTokens)
+					}
+					tok = fmt.Sprintf("%d / %d / %s", *f.PromptTokens, *f.CompletionTokens, rt)
 				}
-				tok = fmt.Sprintf("%d / %d / %s", *f.PromptTokens, *f.CompletionTokens, rt)
+				fr := f.FinishReason
+				if fr == "" {
+					fr = "none"
+				}
+				cls := string(f.Outcome)
+				if f.HTTPStatus != 0 && f.HTTPStatus != 200 {
+					cls += fmt.Sprintf(" (HTTP %d)", f.HTTPStatus)
+				}
+				blk := f.Block
+				if b.retried() {
+					blk += fmt.Sprintf(" attempt %d", a.N)
+				}
+				t.rows = append(t.rows, []string{f.ID, blk, cls, fr, tok, fmt.Sprintf("%d / %d", f.ReasoningChunks, f.ContentChunks), orDash(f.Error)})
 			}
-			fr := f.FinishReason
-			if fr == "" {
-				fr = "none"
-			}
-			cls := string(f.Outcome)
-			if f.HTTPStatus != 0 && f.HTTPStatus != 200 {
-				cls += fmt.Sprintf(" (HTTP %d)", f.HTTPStatus)
-			}
-			t.rows = append(t.rows, []string{f.ID, f.Block, cls, fr, tok, fmt.Sprintf("%d / %d", f.ReasoningChunks, f.ContentChunks), orDash(f.Error)})
 		}
 	}
 	if total == 0 {
 		s.p("No request failed.")
 	} else {
-		s.p("%d request(s) failed, including priming; each stays in its cell's denominator and was not retried.", total)
+		s.p("%d request(s) failed, including priming and requests an interrupted attempt never completed; each stays in its cell's denominator and was not retried or replaced.", total)
 		if listed < total {
 			s.p("The first %d failures per block are listed (%d of %d); requests.jsonl keeps every one.", maxFailuresKept, listed, total)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 )
 
 // planDoc is the part of the canonical plan JSON the report reads.
@@ -56,6 +57,11 @@ type decisionRule struct {
 	MinGain                float64  `json:"min_gain"`
 	MaxProtectedRegression float64  `json:"max_protected_regression"`
 	MatchedRepetitions     int      `json:"matched_repetitions"`
+	// Criterion is "point" or "interval"; a plan frozen before rigor knew criteria
+	// has none, and its rule was a point rule (normalised on load).
+	Criterion string   `json:"criterion"`
+	MaxDrift  *float64 `json:"max_drift,omitempty"`
+	BlockCV   *float64 `json:"block_cv,omitempty"`
 }
 
 // evidence is everything read from a state directory before the records are
@@ -68,8 +74,10 @@ type evidence struct {
 	amendments  []amendment
 	records     []engine.Record
 	chainErr    error
-	final       map[string]*engine.Record // last settling step_end per step
-	starts      map[string]int            // attempts started per step
+	final       map[string]*engine.Record  // last settling step_end per step
+	starts      map[string]int             // attempts started per step
+	startRecs   map[string][]engine.Record // step_start records per step, in journal order
+	ends        map[string]*engine.Record  // step_end per step#attempt
 	manifestSHA string
 	manifestN   int
 	blocks      []*blockRef // every block step instance, in plan order
@@ -106,8 +114,60 @@ type blockRef struct {
 	Workload   map[string]any
 	End        *engine.Record // settling step_end, nil when none
 	Attempts   int
-	stats      *blockStats
-	gpu        []gpuSample
+	// attempts is every attempt the journal started, in order. stats and gpu are the
+	// settling attempt's; every attempt's records stay in the cell's population.
+	attempts []*attemptRef
+	stats    *blockStats
+	gpu      []gpuSample
+	cfg      map[string]any
+}
+
+// attemptRef is one attempt of a block: attempts/<step>/<n>/.
+type attemptRef struct {
+	N     int
+	Dir   string
+	Start engine.Record
+	End   *engine.Record // nil: the apply died and no later apply has closed it yet
+	stats *blockStats
+	gpu   []gpuSample
+	// result is result.json, absent when the attempt died before writing it.
+	result *loadgen.Result
+	// Declared is the request count the block declared (plan, result.json or another
+	// attempt); Missing of them left no record and count as cancelled failures.
+	Declared int
+	Missing  int
+	validity *BlockValidity
+	energy   *BlockEnergy
+}
+
+// artefact returns the journal's record of a file of this attempt.
+func (a *attemptRef) artefact(name string) (engine.Artefact, bool) {
+	if a.End == nil {
+		return engine.Artefact{}, false
+	}
+	for _, x := range a.End.Artefacts {
+		if x.Path == a.Dir+"/"+name {
+			return x, true
+		}
+	}
+	return engine.Artefact{}, false
+}
+
+// settled reports whether the attempt ran to an end of its own (succeeded or
+// failed), rather than being interrupted or left open by a crash.
+func (a *attemptRef) settled() bool {
+	return a.End != nil && a.End.Status != engine.StatusInterrupted
+}
+
+// endLabel says how the attempt ended, for the retry notes.
+func (a *attemptRef) endLabel() string {
+	switch {
+	case a.End == nil:
+		return "left open (the apply died; no end record yet)"
+	case a.End.Class != "":
+		return fmt.Sprintf("%s (%s)", a.End.Status, a.End.Class)
+	}
+	return string(a.End.Status)
 }
 
 // cellRef is one matrix cell: arm × concurrency of one matrix.
@@ -120,7 +180,8 @@ type cellRef struct {
 }
 
 func loadEvidence(dir string) (*evidence, error) {
-	ev := &evidence{dir: dir, final: map[string]*engine.Record{}, starts: map[string]int{}, startTime: map[string]engine.Record{}}
+	ev := &evidence{dir: dir, final: map[string]*engine.Record{}, starts: map[string]int{}, startTime: map[string]engine.Record{},
+		startRecs: map[string][]engine.Record{}, ends: map[string]*engine.Record{}}
 	recs, _, err := engine.ReadJournal(filepath.Join(dir, engine.JournalFile))
 	if err != nil {
 		if !errors.Is(err, engine.ErrChainBroken) || len(recs) == 0 {
@@ -143,7 +204,9 @@ func loadEvidence(dir string) (*evidence, error) {
 		case engine.KindStepStart:
 			ev.starts[r.Step]++
 			ev.startTime[r.Step+"#"+strconv.Itoa(r.Attempt)] = *r
+			ev.startRecs[r.Step] = append(ev.startRecs[r.Step], *r)
 		case engine.KindStepEnd:
+			ev.ends[r.Step+"#"+strconv.Itoa(r.Attempt)] = r
 			if r.Status != engine.StatusInterrupted || ev.final[r.Step] == nil {
 				ev.final[r.Step] = r
 			}
@@ -159,6 +222,9 @@ func loadEvidence(dir string) (*evidence, error) {
 	}
 	if err := json.Unmarshal(planJSON, &ev.plan); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if d := ev.plan.Campaign.Decision; d != nil && d.Criterion == "" {
+		d.Criterion = plans.CriterionPoint
 	}
 	for i := range ev.amendments {
 		a := &ev.amendments[i]
@@ -192,7 +258,13 @@ func (ev *evidence) collectBlocks() {
 		if in.Type != "block" {
 			continue
 		}
-		b := &blockRef{Addr: in.Addr, Phase: in.Meta.Phase, Arm: in.Arm, End: ev.final[in.Addr], Attempts: ev.starts[in.Addr]}
+		b := &blockRef{Addr: in.Addr, Phase: in.Meta.Phase, Arm: in.Arm, End: ev.final[in.Addr], Attempts: ev.starts[in.Addr], cfg: in.Config}
+		for _, st := range ev.startRecs[in.Addr] {
+			if st.Attempt == 0 {
+				continue
+			}
+			b.attempts = append(b.attempts, &attemptRef{N: st.Attempt, Dir: st.Dir, Start: st, End: ev.ends[in.Addr+"#"+strconv.Itoa(st.Attempt)]})
+		}
 		b.Conc = int(num(in.Config["concurrency"]))
 		b.Repetition = int(num(in.Config["repetition"]))
 		b.Requests = text(in.Config["requests"])
@@ -227,6 +299,33 @@ func (b *blockRef) attemptDir() string {
 	return b.End.Dir
 }
 
+// settling is the attempt whose end record settled the step, or nil.
+func (b *blockRef) settling() *attemptRef {
+	if b.End == nil {
+		return nil
+	}
+	for _, a := range b.attempts {
+		if a.N == b.End.Attempt {
+			return a
+		}
+	}
+	return nil
+}
+
+// population is every attempt that left records: all of them count.
+func (b *blockRef) population() []*attemptRef {
+	var out []*attemptRef
+	for _, a := range b.attempts {
+		if a.stats != nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// retried reports whether the block has more than one attempt.
+func (b *blockRef) retried() bool { return len(b.attempts) > 1 }
+
 // measured reports whether the block enters its cell's statistics.
 func (b *blockRef) measured() bool { return b.Phase != "priming" && b.Repetition > 0 }
 
@@ -246,7 +345,11 @@ func (b *blockRef) artefact(name string) (engine.Artefact, bool) {
 // stepIdentity returns the identity outputs (image_id, container_id …) of a
 // deploy or restore step's settling record.
 func (ev *evidence) stepOutputs(addr string) map[string]any {
-	r := ev.final[addr]
+	return recordOutputs(ev.final[addr])
+}
+
+// recordOutputs decodes a step_end record's outputs; nil when it has none.
+func recordOutputs(r *engine.Record) map[string]any {
 	if r == nil || len(r.Outputs) == 0 {
 		return nil
 	}

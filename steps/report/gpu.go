@@ -52,6 +52,7 @@ type gpuSample struct {
 	Temp    *float64
 	SMClk   *float64
 	MemClk  *float64
+	Source  string // "sim" or "nvml", as the sampler wrote it
 	Block   string
 	BlockIx int
 }
@@ -77,6 +78,7 @@ func readGPU(path, block string) ([]gpuSample, error) {
 		s := gpuSample{Block: block}
 		s.Device = firstStr(m, "device", "index", "gpu", "uuid")
 		s.Name = firstStr(m, "name")
+		s.Source = firstStr(m, "source")
 		s.Driver = firstStr(m, "driver", "driver_version")
 		for _, k := range []string{"utc", "time", "t"} {
 			if v, ok := m[k].(string); ok {
@@ -163,22 +165,28 @@ func devices(samples []gpuSample) []GPUDevice {
 	return out
 }
 
-// loadGPU reads the gpu.jsonl of every block that kept one.
+// loadGPU reads the gpu.jsonl of every block attempt that kept one; the settling
+// attempt's samples are the block's.
 func (ev *evidence) loadGPU() {
 	for i, b := range ev.blocks {
-		a, ok := b.artefact("gpu.jsonl")
-		if !ok {
-			continue
+		for _, at := range b.attempts {
+			a, ok := at.artefact("gpu.jsonl")
+			if !ok {
+				continue
+			}
+			s, err := readGPU(filepath.Join(ev.dir, filepath.FromSlash(a.Path)), b.Addr)
+			if err != nil {
+				ev.problems = append(ev.problems, err.Error())
+			}
+			for j := range s {
+				s[j].BlockIx = i
+			}
+			at.gpu = s
+			if at == b.settling() {
+				b.gpu = s
+				ev.gpuSamples = append(ev.gpuSamples, s...)
+			}
 		}
-		s, err := readGPU(filepath.Join(ev.dir, filepath.FromSlash(a.Path)), b.Addr)
-		if err != nil {
-			ev.problems = append(ev.problems, err.Error())
-		}
-		for j := range s {
-			s[j].BlockIx = i
-		}
-		b.gpu = s
-		ev.gpuSamples = append(ev.gpuSamples, s...)
 	}
 }
 

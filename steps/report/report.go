@@ -40,6 +40,14 @@ func Build(stateDir string) (*Report, error) {
 		return nil, err
 	}
 	ev.loadGPU()
+	for _, b := range ev.blocks {
+		for _, a := range b.attempts {
+			if a.stats != nil {
+				a.validity = ev.validate(b, a)
+				a.energy = blockEnergy(b.Addr, a)
+			}
+		}
+	}
 	r := &Report{ev: ev, rows: map[string]*Row{}}
 	s := &r.Summary
 	s.Schema = SchemaName
@@ -50,7 +58,7 @@ func Build(stateDir string) (*Report, error) {
 	if ev.ended != nil {
 		s.CampaignStatus = string(ev.ended.Status)
 	}
-	s.PercentileMethod = "exact; linear interpolation between closest ranks (Hyndman-Fan type 7, NumPy default)"
+	s.PercentileMethod = "exact; linear interpolation between closest ranks (Hyndman-Fan type 7, NumPy default); tails with distribution-free 95% order-statistic intervals, certified from MLPerf LoadGen's early-stopping counts (one-sided 99%)"
 	s.TimingPopulation = "visible successes of measured blocks; priming blocks excluded; failed requests stay in attempted"
 	s.Rows = []Row{}
 	for _, c := range ev.cells {
@@ -62,6 +70,7 @@ func Build(stateDir string) (*Report, error) {
 	}
 	s.Statistics = ev.statistics(s.Rows)
 	s.Promotion = ev.decide(r.rows)
+	ev.verdictStatistics(&s.Statistics, s.Promotion)
 	s.Coverage = CoverageSum{ByStatus: map[string]int{}}
 	for _, addr := range ev.stepAddrs() {
 		s.Coverage.Steps++
@@ -94,6 +103,12 @@ func (ev *evidence) statistics(rows []Row) Statistics {
 		if r.Timing != nil && r.Timing.TTFT.Samples > 0 && r.Timing.TTFT.Descriptive {
 			st.DescriptiveDistributions++
 		}
+		if r.Disposition == Accepted && (r.Validity == nil || r.Validity.Passed == r.Validity.Blocks) {
+			st.AcceptedExpectedTerminal++
+		}
+		for _, x := range r.Retries {
+			st.Retries = append(st.Retries, r.CellID+" "+x)
+		}
 	}
 	for _, b := range ev.blocks {
 		done := b.End != nil && b.End.Status == engine.StatusSucceeded
@@ -110,26 +125,83 @@ func (ev *evidence) statistics(rows []Row) Statistics {
 				}
 			}
 		}
-		if b.stats == nil {
+		pop := b.population()
+		if len(pop) == 0 {
 			continue
 		}
 		st.Blocks++
-		if b.Matrix == "" {
-			st.OtherBlocksAttempted += b.stats.Attempted
-			st.OtherBlocksSucceeded += b.stats.OK
-			continue
-		}
-		st.AttemptedRequests += b.stats.Attempted
-		st.SucceededRequests += b.stats.OK
-		st.FailedRequestsIncluding += b.stats.Attempted - b.stats.OK
-		if b.measured() {
-			st.MeasuredAttempted += b.stats.Attempted
-			st.MeasuredSucceeded += b.stats.OK
-		} else {
-			st.RequestsNotInStatistics += b.stats.Attempted
+		for _, a := range pop {
+			att, ok := a.stats.Attempted, a.stats.OK
+			if b.Matrix == "" {
+				st.OtherBlocksAttempted += att
+				st.OtherBlocksSucceeded += ok
+				continue
+			}
+			st.AttemptedRequests += att
+			st.SucceededRequests += ok
+			st.FailedRequestsIncluding += att - ok
+			if b.measured() {
+				st.MeasuredAttempted += att
+				st.MeasuredSucceeded += ok
+			} else {
+				st.RequestsNotInStatistics += att
+			}
 		}
 	}
 	return st
+}
+
+// Method is summary.json's statement of how the verdict's statistics are computed.
+const Method = "Repetitions (blocks) are the unit of replication. Per repetition the candidate's block is compared with the mean of the incumbent blocks before and after it (ABBA) as a ratio; the effect is the mean of the per-repetition gains with a two-sided 95% interval: Student's t over the paired gains, or a percentile bootstrap over blocks (10,000 resamples, fixed seed) when there are at least 8 pairs and their skewness exceeds 1 in magnitude. Drift is after/before - 1 per repetition between the incumbent arms, with the same interval."
+
+// verdictStatistics adds the verdict's figures to the statistics block.
+func (ev *evidence) verdictStatistics(st *Statistics, v Verdict) {
+	st.Method = Method
+	st.Drift, st.Effects = []Drift{}, []Effect{}
+	if st.Retries == nil {
+		st.Retries = []string{}
+	}
+	for _, c := range v.Comparisons {
+		e := Effect{Role: c.Role, Cell: c.Cell, Metric: c.Metric, Pairs: len(c.Pairs), Gain: c.Gain, Eligible: c.Eligible}
+		if c.Interval != nil {
+			e.Lo, e.Hi, e.Method = &c.Interval.Lo, &c.Interval.Hi, c.Interval.Method
+		}
+		st.Effects = append(st.Effects, e)
+		st.MatchedLatencyPairs += len(c.Pairs)
+	}
+	// Drift at every concurrency both incumbent arms measured, on the rule's metric.
+	if r := ev.plan.Campaign.Decision; r != nil && v.DriftArm != "" {
+		seen := map[int]bool{}
+		for _, c := range ev.cells {
+			if c.Arm != r.BaselineArm || seen[c.Conc] {
+				continue
+			}
+			seen[c.Conc] = true
+			if d := ev.drift(r.BaselineArm, v.DriftArm, c.Conc, max(r.MatchedRepetitions, 1), r.PrimaryMetric, v.MaxDrift); d != nil {
+				st.Drift = append(st.Drift, *d)
+			}
+		}
+	}
+	st.Validity = ValiditySum{Checks: []string{"load", "counts", "e2e_identity", "tpot_floor", "client_timing"}, Failures: []string{}}
+	for _, m := range ev.measuredAttempts() {
+		st.Validity.BlocksChecked++
+		if !m.a.validity.OK {
+			st.Validity.BlocksFailed++
+			for _, f := range m.a.validity.failed() {
+				st.Validity.Failures = append(st.Validity.Failures, fmt.Sprintf("%s attempt %d: %s", m.b.Addr, m.a.N, f))
+			}
+		}
+		if e := m.a.energy; e != nil {
+			st.Energy.Blocks++
+			st.Energy.Simulated = st.Energy.Simulated || e.Simulated
+			st.Energy.Source = e.Source
+		}
+	}
+	st.Energy.Basis = "GPU power samples (gpu.jsonl) integrated by the trapezoid rule over each block's window (result.json anchors), summed over GPUs; per output token over Σ completion tokens of the block"
+	if st.Energy.Simulated {
+		st.Energy.Basis += "; simulated GPUs: simulated energy, not a measurement"
+	}
+	st.Power = ev.power()
 }
 
 // SummaryJSON is summary.json: indented, validated against the schema.

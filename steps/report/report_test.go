@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-var states = []string{"clean", "failed-cell", "stop-blocked", "amended"}
+var states = []string{"clean", "failed-cell", "stop-blocked", "amended", "verdict-faster", "verdict-noisy", "verdict-drift"}
 
 func build(t *testing.T, name string) *Report {
 	t.Helper()
@@ -108,11 +109,11 @@ func countRecords(t *testing.T, state, cell string, measured bool) (attempted, o
 func TestCleanState(t *testing.T) {
 	r := build(t, "clean")
 	st := r.Summary.Statistics
-	if st.RequiredCells != 4 || st.AcceptedCells != 4 {
+	if st.RequiredCells != 6 || st.AcceptedCells != 6 {
 		t.Fatalf("cells: %+v", st)
 	}
 	totalMeasured := 0
-	for _, cell := range []string{"incumbent/c1", "incumbent/c2", "candidate/c1", "candidate/c2"} {
+	for _, cell := range []string{"incumbent/c1", "incumbent/c2", "candidate/c1", "candidate/c2", "incumbent_after/c1", "incumbent_after/c2"} {
 		x := row(t, r, "primary/"+cell)
 		att, ok := countRecords(t, "clean", cell, true)
 		totalMeasured += att
@@ -129,37 +130,40 @@ func TestCleanState(t *testing.T) {
 	if st.AttemptedRequests <= st.MeasuredAttempted || st.RequestsNotInStatistics != st.AttemptedRequests-st.MeasuredAttempted {
 		t.Errorf("priming accounting: %+v", st)
 	}
-	if !r.Summary.Promotion.Eligible || r.Summary.Promotion.Rule == nil {
-		t.Fatalf("clean state must give an eligible comparison: %+v", r.Summary.Promotion)
+	if r.Summary.Promotion.Rule == nil || r.Summary.Promotion.DriftArm != "incumbent_after" {
+		t.Fatalf("the rule and its drift-control arm: %+v", r.Summary.Promotion)
 	}
-	// The verdict's numbers are the mean of the block aggregates, recomputed here
-	// with loadgen.Summarize from the raw records.
+	// The verdict's per-repetition figures are block aggregates, recomputed here
+	// with loadgen.Summarize from the raw records; each gain is the candidate over
+	// the mean of the incumbent before and after.
+	agg := func(cell string, rep int) float64 {
+		fh, err := os.Open(filepath.Join("testdata", "states", "clean", "attempts", "block.primary", cell, "r"+itoa(rep), "1", "requests.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		recs, _ := loadgen.ReadRecords(fh)
+		return loadgen.Summarize(recs).AggregateOutputTokS
+	}
+	paired := 0
 	for _, c := range r.Summary.Promotion.Comparisons {
-		for _, f := range []*CellFigure{c.Baseline, c.Candidate} {
-			sum := 0.0
-			for _, rep := range f.Repetitions {
-				cellDir := strings.TrimPrefix(f.CellID, "primary/")
-				path := filepath.Join("testdata", "states", "clean", "attempts", "block.primary", cellDir, "r"+itoa(rep), "1", "requests.jsonl")
-				fh, err := os.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				recs, _ := loadgen.ReadRecords(fh)
-				fh.Close()
-				sum += loadgen.Summarize(recs).AggregateOutputTokS
+		if !c.Eligible && !strings.Contains(c.Ineligible, "drift") {
+			continue
+		}
+		for _, p := range c.Pairs {
+			before, after := agg("incumbent/"+c.Cell, p.Repetition), agg("incumbent_after/"+c.Cell, p.Repetition)
+			want := agg("candidate/"+c.Cell, p.Repetition)/((before+after)/2) - 1
+			if math.Abs(p.Gain-want) > 1e-12 {
+				t.Errorf("%s r%d: gain %v, recomputed %v", c.Cell, p.Repetition, p.Gain, want)
 			}
-			want := sum / float64(len(f.Repetitions))
-			if d := want - *f.Mean; d > 1e-9 || d < -1e-9 {
-				t.Errorf("%s mean %v, loadgen.Summarize gives %v", f.CellID, *f.Mean, want)
-			}
+			paired++
 		}
-		g := (*c.Candidate.Mean - *c.Baseline.Mean) / *c.Baseline.Mean
-		if *c.Gain != g {
-			t.Errorf("gain %v, want %v", *c.Gain, g)
+		if c.Eligible && c.Role == "primary" && c.Holds != (c.Interval.Lo >= 0.05) {
+			t.Errorf("primary holds=%v with interval %+v under criterion interval", c.Holds, c.Interval)
 		}
-		if c.Role == "primary" && c.Holds != (g >= 0.05) {
-			t.Errorf("primary holds=%v with gain %v", c.Holds, g)
-		}
+	}
+	if paired == 0 {
+		t.Fatal("no comparison computed its pairs")
 	}
 	// The cell's TTFT distribution equals loadgen.Summarise over the same successes.
 	var ttft []float64
@@ -227,7 +231,7 @@ func TestStopClassBlocksCells(t *testing.T) {
 		t.Errorf("candidate/c2: %s %q", c2.Disposition, c2.Reason)
 	}
 	st := r.Summary.Statistics
-	if st.BlockedCells != 1 || st.FailedCells != 1 || st.AcceptedCells != 2 {
+	if st.BlockedCells != 3 || st.FailedCells != 1 || st.AcceptedCells != 2 { // candidate/c2 and both incumbent_after cells never ran
 		t.Errorf("statistics %+v", st)
 	}
 	if r.Summary.Promotion.Promoted || r.Summary.Promotion.Eligible {
@@ -279,7 +283,7 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"summary.json", "charts/throughput.png", "charts/throughput.svg", "charts/ttft.png", "charts/tpot.svg", "report.md", "report.html"}
+	want := []string{"summary.json", "charts/throughput.png", "charts/throughput.svg", "charts/noise_drift.svg", "charts/ttft.png", "charts/tpot.svg", "report.md", "report.html"}
 	for _, w := range want {
 		if !contains(files, w) {
 			t.Errorf("missing %s in %v", w, files)
@@ -294,10 +298,10 @@ func TestWrite(t *testing.T) {
 		t.Error("ttft.svg must be SVG and state that it is natural output")
 	}
 	html, _ := os.ReadFile(filepath.Join(out, "report.html"))
-	// Throughput, TTFT, TPOT, and GPU power and temperature (the simulated GPUs
-	// keep gpu.jsonl beside every block).
-	if n := bytes.Count(html, []byte("data:image/png;base64,")); n != 5 || !contains(files, "charts/gpu_power.svg") {
-		t.Errorf("report.html embeds %d charts, want 5", n)
+	// Throughput, noise and drift, TTFT, TPOT, and GPU power and temperature (the
+	// simulated GPUs keep gpu.jsonl beside every block).
+	if n := bytes.Count(html, []byte("data:image/png;base64,")); n != 6 || !contains(files, "charts/gpu_power.svg") {
+		t.Errorf("report.html embeds %d charts, want 6", n)
 	}
 	if bytes.Count(html, []byte("<table>")) < 5 {
 		t.Error("report.html lacks its tables")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
@@ -38,6 +40,7 @@ const maxFailuresKept = 200
 // failedRequest is one failed request as the failures section lists it.
 type failedRequest struct {
 	ID               string
+	Index            int
 	Block            string
 	Outcome          loadgen.Outcome
 	FinishReason     string
@@ -69,6 +72,15 @@ type blockStats struct {
 	prompts    []indexed // prompt tokens of every record with usage, by index
 	Failures   []failedRequest
 	FailedN    int
+	seen       map[int]bool // request indexes that left a record
+	// What the validity checks need (validity.go).
+	PromptSum     int64          // Σ usage.prompt_tokens over records with usage
+	Finish        map[string]int // records by finish_reason, whatever their outcome
+	E2EChecked    int            // visible successes with ≥ 2 completion tokens
+	E2EViolations int            // of them, E2E off TTFO + TPOT·(n-1) by more than the tolerance
+	E2EMaxResidMS float64        // largest |E2E - (TTFO + TPOT·(n-1))|
+	SendSpanMS    [2]float64     // first and last send_at_ms
+	SchedSpanMS   [2]float64     // first and last scheduled_at_ms
 	// block medians of the successes
 	TTFTp50, TPOTp50, Decodep50, E2Ep50 *float64
 }
@@ -99,7 +111,8 @@ func scanBlock(stateDir, rel, addr string) (*blockStats, error) {
 	defer f.Close()
 	h := sha256.New()
 	cr := &countingHasher{h: h}
-	st := &blockStats{Path: rel, Outcomes: map[loadgen.Outcome]int{}}
+	st := &blockStats{Path: rel, Outcomes: map[loadgen.Outcome]int{}, seen: map[int]bool{}, Finish: map[string]int{},
+		SendSpanMS: [2]float64{math.Inf(1), math.Inf(-1)}, SchedSpanMS: [2]float64{math.Inf(1), math.Inf(-1)}}
 	sc := bufio.NewScanner(io.TeeReader(f, cr))
 	sc.Buffer(make([]byte, 0, 256<<10), 16<<20)
 	type edge struct {
@@ -120,7 +133,18 @@ func scanBlock(stateDir, rel, addr string) (*blockStats, error) {
 		}
 		st.Attempted++
 		st.Outcomes[r.Outcome]++
+		st.seen[r.Index] = true
+		if r.FinishReason != nil {
+			st.Finish[*r.FinishReason]++
+		}
+		if r.SendAtMS != nil {
+			st.SendSpanMS[0], st.SendSpanMS[1] = math.Min(st.SendSpanMS[0], *r.SendAtMS), math.Max(st.SendSpanMS[1], *r.SendAtMS)
+		}
+		if r.ScheduledAtMS != nil {
+			st.SchedSpanMS[0], st.SchedSpanMS[1] = math.Min(st.SchedSpanMS[0], *r.ScheduledAtMS), math.Max(st.SchedSpanMS[1], *r.ScheduledAtMS)
+		}
 		if r.Usage != nil {
+			st.PromptSum += int64(r.Usage.PromptTokens)
 			st.Completion += int64(r.Usage.CompletionTokens)
 			st.prompts = append(st.prompts, indexed{r.Index, float64(r.Usage.PromptTokens)})
 			if r.Usage.CachedTokens != nil {
@@ -147,6 +171,7 @@ func scanBlock(stateDir, rel, addr string) (*blockStats, error) {
 			}
 			v, ok := loadgen.TTFOMillis(r)
 			add(mTTFO, v, ok)
+			st.checkE2E(r)
 			v, ok = loadgen.VisibleTTFTMillis(r)
 			add(mTTFT, v, ok)
 			v, ok = loadgen.TPOTMillis(r)
@@ -165,7 +190,7 @@ func scanBlock(stateDir, rel, addr string) (*blockStats, error) {
 		}
 		st.FailedN++
 		if len(st.Failures) < maxFailuresKept {
-			fr := failedRequest{ID: r.ID, Block: addr, Outcome: r.Outcome, HTTPStatus: r.HTTPStatus,
+			fr := failedRequest{ID: r.ID, Index: r.Index, Block: addr, Outcome: r.Outcome, HTTPStatus: r.HTTPStatus,
 				ReasoningChunks: r.ReasoningChunks, ContentChunks: r.ContentChunks, Error: excerpt(r.Error, 160)}
 			if r.FinishReason != nil {
 				fr.FinishReason = *r.FinishReason
@@ -230,52 +255,153 @@ func excerpt(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// scanAll streams the requests.jsonl of every block with a settled attempt, a few
-// blocks at a time. Results are attached to the blocks; order is the plan's.
+// scanAll streams the requests.jsonl of every attempt of every block, a few at a
+// time: the settling attempt's and also those of attempts a crash or a signal
+// interrupted, whose records stay in the cell's population. A file the journal
+// recorded is checked against its hash; one an attempt left without an end record
+// is read as found and reported as unrecorded. Order is the plan's.
 func scanAll(ev *evidence) error {
-	var jobs []*blockRef
+	type job struct {
+		b    *blockRef
+		a    *attemptRef
+		rel  string
+		want string // recorded sha256; "" when the journal has none
+	}
+	var jobs []job
 	for _, b := range ev.blocks {
-		if b.attemptDir() == "" {
-			continue
-		}
-		if _, ok := b.artefact("requests.jsonl"); ok {
-			jobs = append(jobs, b)
+		for _, a := range b.attempts {
+			if art, ok := a.artefact("requests.jsonl"); ok {
+				jobs = append(jobs, job{b, a, art.Path, art.SHA256})
+				continue
+			}
+			rel := a.Dir + "/requests.jsonl"
+			if a.End == nil && a.Dir != "" {
+				if _, err := os.Stat(filepath.Join(ev.dir, filepath.FromSlash(rel))); err == nil {
+					jobs = append(jobs, job{b, a, rel, ""})
+				}
+			}
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), 4)
 	var mu sync.Mutex
 	var firstErr error
-	ch := make(chan *blockRef)
+	ch := make(chan job)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for b := range ch {
-				a, _ := b.artefact("requests.jsonl")
-				st, err := scanBlock(ev.dir, a.Path, b.Addr)
+			for j := range ch {
+				st, err := scanBlock(ev.dir, j.rel, j.b.Addr)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
 				if st != nil {
-					st.HashOK = st.SHA256 == a.SHA256
-					b.stats = st
+					st.HashOK = j.want != "" && st.SHA256 == j.want
+					j.a.stats = st
 				}
 				mu.Unlock()
 			}
 		}()
 	}
-	for _, b := range jobs {
-		ch <- b
+	for _, j := range jobs {
+		ch <- j
 	}
 	close(ch)
 	wg.Wait()
-	for _, b := range jobs {
-		if b.stats != nil && !b.stats.HashOK {
-			a, _ := b.artefact("requests.jsonl")
-			ev.problems = append(ev.problems, fmt.Sprintf("%s: sha256 %s, journal recorded %s", a.Path, b.stats.SHA256, a.SHA256))
+	for _, j := range jobs {
+		st := j.a.stats
+		switch {
+		case st == nil:
+		case j.want == "":
+			ev.problems = append(ev.problems, fmt.Sprintf("%s: attempt %d of %s has no end record, so its files are read as found (sha256 %s) and no journal hash covers them", j.rel, j.a.N, j.b.Addr, st.SHA256))
+		case !st.HashOK:
+			ev.problems = append(ev.problems, fmt.Sprintf("%s: sha256 %s, journal recorded %s", j.rel, st.SHA256, j.want))
+		}
+	}
+	for _, b := range ev.blocks {
+		for _, a := range b.attempts {
+			ev.readResult(a)
+		}
+		for _, a := range b.attempts {
+			a.Declared = declared(b, a)
+			if a.stats != nil && a.Declared > a.stats.Attempted {
+				a.Missing = a.Declared - a.stats.Attempted
+				a.stats.addMissing(a.Missing, b.Addr)
+			} else if a.stats == nil && !a.settled() && a.Declared > 0 && a.Dir != "" {
+				// An attempt that died before its first record: every declared
+				// request is a cancelled failure of its population.
+				a.stats = &blockStats{Path: a.Dir + "/requests.jsonl", Outcomes: map[loadgen.Outcome]int{}}
+				a.Missing = a.Declared
+				a.stats.addMissing(a.Missing, b.Addr)
+			}
+		}
+		if s := b.settling(); s != nil {
+			b.stats = s.stats
 		}
 	}
 	return firstErr
+}
+
+// readResult reads an attempt's result.json when it has one.
+func (ev *evidence) readResult(a *attemptRef) {
+	rel := a.Dir + "/result.json"
+	if art, ok := a.artefact("result.json"); ok {
+		rel = art.Path
+	} else if a.End != nil || a.Dir == "" {
+		return
+	}
+	var r loadgen.Result
+	if ev.readJSON(rel, &r) == nil {
+		a.result = &r
+	}
+}
+
+// declared is the number of requests an attempt was to send: the plan's count when
+// it was known at freeze, else the attempt's own result.json, else another
+// attempt's result.json or the settling end record's outputs (a count the freeze
+// step decided after the pilot). 0 when nothing says.
+func declared(b *blockRef, a *attemptRef) int {
+	if n, err := strconv.Atoi(b.Requests); err == nil && n > 0 {
+		return n
+	}
+	if a.result != nil && a.result.Requests > 0 {
+		return a.result.Requests
+	}
+	for _, x := range b.attempts {
+		if x.result != nil && x.result.Requests > 0 {
+			return x.result.Requests
+		}
+	}
+	for _, x := range b.attempts {
+		if x.End == nil || len(x.End.Outputs) == 0 {
+			continue
+		}
+		var out struct {
+			Requests float64 `json:"requests"`
+		}
+		if json.Unmarshal(x.End.Outputs, &out) == nil && out.Requests > 0 && x.settled() {
+			return int(out.Requests)
+		}
+	}
+	return 0
+}
+
+// addMissing counts requests that never left a record as cancelled failures, so
+// that the attempt's denominator is what it declared (seed 001: no request is
+// retried or replaced; every failed attempt stays in its population).
+func (s *blockStats) addMissing(n int, addr string) {
+	s.Attempted += n
+	s.FailedN += n
+	s.Outcomes[loadgen.Cancelled] += n
+	added := 0
+	for i := 0; added < n && len(s.Failures) < maxFailuresKept; i++ {
+		if s.seen[i] {
+			continue
+		}
+		s.Failures = append(s.Failures, failedRequest{ID: fmt.Sprintf("index %d (no record)", i), Index: i, Block: addr, Outcome: loadgen.Cancelled,
+			Error: "the attempt ended before this request completed; no record was written"})
+		added++
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
+	"github.com/rigor-bench/rigor/steps/internal/stats"
 )
 
 // SchemaName is the summary.json schema identifier (schemas/summary.schema.json).
@@ -73,6 +75,60 @@ type Statistics struct {
 	PrimingBlocksPlanned     int `json:"priming_blocks_planned"`
 	RequestsNotInStatistics  int `json:"priming_requests_excluded"`
 	DescriptiveDistributions int `json:"descriptive_distributions"`
+	// Seed 003's names: accepted cells whose every measured block attempt passed
+	// every validity check, and the block pairs (incumbent, candidate) the verdict
+	// compared.
+	AcceptedExpectedTerminal int `json:"accepted_expected_terminal"`
+	MatchedLatencyPairs      int `json:"matched_latency_pairs"`
+	// Method states how effects, drift and intervals are computed.
+	Method   string         `json:"method"`
+	Drift    []Drift        `json:"drift"`
+	Effects  []Effect       `json:"effects"`
+	Validity ValiditySum    `json:"validity"`
+	Energy   EnergySum      `json:"energy"`
+	Power    *PowerEstimate `json:"power,omitempty"`
+	Retries  []string       `json:"retries"`
+}
+
+// Effect is one comparison's estimate, as the verdict used it.
+type Effect struct {
+	Role     string   `json:"role"`
+	Cell     string   `json:"cell"`
+	Metric   string   `json:"metric"`
+	Pairs    int      `json:"pairs"`
+	Gain     *float64 `json:"gain"`
+	Lo       *float64 `json:"lo"`
+	Hi       *float64 `json:"hi"`
+	Method   string   `json:"method,omitempty"`
+	Eligible bool     `json:"eligible"`
+}
+
+// ValiditySum counts block attempts by validity.
+type ValiditySum struct {
+	Checks        []string `json:"checks"`
+	BlocksChecked int      `json:"blocks_checked"`
+	BlocksFailed  int      `json:"blocks_failed"`
+	Failures      []string `json:"failures"`
+}
+
+// EnergySum says where energy figures come from.
+type EnergySum struct {
+	Blocks    int    `json:"blocks_with_energy"`
+	Simulated bool   `json:"simulated"`
+	Source    string `json:"source,omitempty"`
+	Basis     string `json:"basis"`
+}
+
+// CellEnergy is a cell's energy over its measured blocks.
+type CellEnergy struct {
+	Blocks               int     `json:"blocks"`
+	Simulated            bool    `json:"simulated"`
+	JoulesPerOutputToken float64 `json:"joules_per_output_token"` // mean of the blocks'
+	JoulesPerRequest     float64 `json:"joules_per_request"`
+	MeanPowerW           float64 `json:"mean_power_w_per_gpu"` // mean over blocks and GPUs
+	PeakPowerW           float64 `json:"peak_power_w"`
+	SamplingIntervalS    float64 `json:"sampling_interval_s"` // largest of the blocks'
+	MinCoverage          float64 `json:"min_coverage"`
 }
 
 // Row is one matrix cell.
@@ -84,17 +140,30 @@ type Row struct {
 	Blocks      []RowBlk `json:"blocks"`
 	// The figures below are over the measured blocks (priming excluded) and are
 	// absent when no measured block left records.
-	VisibleSuccesses   *int          `json:"visible_successes,omitempty"`
-	Attempted          *int          `json:"attempted,omitempty"`
-	ActualPromptTokens *PromptDist   `json:"actual_prompt_tokens,omitempty"`
-	AggregateTokS      *float64      `json:"aggregate_output_throughput_tok_s,omitempty"`
-	AggregateBasis     string        `json:"aggregate_output_throughput_basis,omitempty"`
-	Timing             *RowTiming    `json:"timing,omitempty"`
-	Native             *RowNative    `json:"native,omitempty"`
-	Concurrency        *RowConc      `json:"concurrency,omitempty"`
-	GPU                []GPUDevice   `json:"gpu,omitempty"`
-	Artefacts          []ArtefactRef `json:"artefacts,omitempty"`
-	FailedRequestIDs   []string      `json:"failed_request_ids,omitempty"`
+	VisibleSuccesses   *int        `json:"visible_successes,omitempty"`
+	Attempted          *int        `json:"attempted,omitempty"`
+	ActualPromptTokens *PromptDist `json:"actual_prompt_tokens,omitempty"`
+	AggregateTokS      *float64    `json:"aggregate_output_throughput_tok_s,omitempty"`
+	AggregateBasis     string      `json:"aggregate_output_throughput_basis,omitempty"`
+	Timing             *RowTiming  `json:"timing,omitempty"`
+	Native             *RowNative  `json:"native,omitempty"`
+	Concurrency        *RowConc    `json:"concurrency,omitempty"`
+	GPU                []GPUDevice `json:"gpu,omitempty"`
+	Energy             *CellEnergy `json:"energy,omitempty"`
+	// Tails are distribution-free 95% intervals for p90/p95/p99 of TTFT, TPOT and
+	// E2E, each with the sample count that certifies it.
+	Tails            map[string][]stats.QuantileBound `json:"tails,omitempty"`
+	Validity         *RowValidity                     `json:"validity,omitempty"`
+	Retries          []string                         `json:"retries,omitempty"`
+	Artefacts        []ArtefactRef                    `json:"artefacts,omitempty"`
+	FailedRequestIDs []string                         `json:"failed_request_ids,omitempty"`
+}
+
+// RowValidity sums the validity of a cell's measured block attempts.
+type RowValidity struct {
+	Blocks int      `json:"blocks"`
+	Passed int      `json:"passed"`
+	Failed []string `json:"failed"`
 }
 
 // RowPlan is what the plan asked of the cell.
@@ -126,10 +195,16 @@ type RowBlk struct {
 	Attempted        int      `json:"attempted"`
 	VisibleSuccesses int      `json:"visible_successes"`
 	WallS            float64  `json:"wall_s"`
-	AggregateTokS    float64  `json:"aggregate_output_tok_s"`
+	AggregateTokS    *float64 `json:"aggregate_output_tok_s"`
 	TTFTp50          *float64 `json:"ttft_ms_p50"`
 	TPOTp50          *float64 `json:"tpot_ms_p50"`
 	InStatistics     bool     `json:"in_statistics"`
+	// Retry is true for an attempt after the block's first: both stay in the
+	// population. Missing counts declared requests the attempt left no record of.
+	Retry    bool           `json:"retry,omitempty"`
+	Missing  int            `json:"missing_requests,omitempty"`
+	Validity *BlockValidity `json:"validity,omitempty"`
+	Energy   *BlockEnergy   `json:"energy,omitempty"`
 }
 
 // PromptDist is the actual prompt-token distribution (seed 003). ordered lists the
@@ -194,6 +269,8 @@ type nativeDeltas struct {
 	PrefixHits       float64  `json:"prefix_cache_hits"`
 	Preemptions      float64  `json:"preemptions"`
 	Missing          []string `json:"missing"`
+	// RequestSuccess counts vllm:request_success_total by finished_reason.
+	RequestSuccess map[string]float64 `json:"request_success_by_finished_reason"`
 }
 
 func (ev *evidence) readJSON(rel string, v any) error {
@@ -209,6 +286,13 @@ func disposition(c *cellRef, campaignEnded bool) (string, string) {
 	var failed, blocked, deferred, pending []string
 	for _, b := range c.Blocks {
 		label := blockLabel(b)
+		// An attempt that did not settle the step (interrupted by a crash or a
+		// signal) keeps its population: what it lost are failures of the cell.
+		for _, a := range b.population() {
+			if a != b.settling() && a.stats.FailedN > 0 {
+				failed = append(failed, fmt.Sprintf("%s attempt %d %s: %d of %d requests failed or never completed", label, a.N, a.endLabel(), a.stats.FailedN, a.stats.Attempted))
+			}
+		}
 		switch {
 		case b.End == nil:
 			pending = append(pending, label)
@@ -279,68 +363,106 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 	ndOK := [5]bool{true, true, true, true, true}
 	missing := map[string]bool{}
 	var ordered *blockRef
+	var energies []*BlockEnergy
+	valid := &RowValidity{Failed: []string{}}
 	for _, b := range c.Blocks {
-		rb := RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.measured()}
-		if b.End != nil {
-			rb.Status, rb.Class, rb.Attempt = string(b.End.Status), string(b.End.Class), b.End.Attempt
-		} else {
-			rb.Status = Pending
-		}
-		if st := b.stats; st != nil {
-			rb.Attempted, rb.VisibleSuccesses, rb.WallS, rb.AggregateTokS = st.Attempted, st.OK, st.WallS(), st.AggregateTokS()
-			rb.TTFTp50, rb.TPOTp50 = st.TTFTp50, st.TPOTp50
-			row.Artefacts = append(row.Artefacts, ArtefactRef{Path: st.Path, SHA256: st.SHA256, Bytes: st.Bytes})
-			for _, f := range st.Failures {
-				row.FailedRequestIDs = append(row.FailedRequestIDs, f.ID)
-			}
-		}
-		row.Blocks = append(row.Blocks, rb)
-		if !b.measured() || b.stats == nil {
+		if len(b.attempts) == 0 {
+			row.Blocks = append(row.Blocks, RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.measured(), Status: Pending})
 			continue
 		}
-		st := b.stats
-		nBlocks++
-		attempted += st.Attempted
-		ok += st.OK
-		maxConc = max(maxConc, st.MaxConc)
-		aggSum += st.AggregateTokS()
-		cached += st.Cached
-		cachedRep += st.CachedRep
-		for m := range nMetrics {
-			vals[m] = append(vals[m], st.vals[m]...)
+		if b.retried() {
+			row.Retries = append(row.Retries, blockLabel(b)+": "+attemptsLine(b))
 		}
-		for _, p := range st.prompts {
-			prompts = append(prompts, p.v)
-		}
-		if ordered == nil {
-			ordered = b
-		}
-		if a, found := b.artefact("native-deltas.json"); found {
-			var d nativeDeltas
-			if err := ev.readJSON(a.Path, &d); err == nil {
-				native.Blocks++
-				for _, m := range d.Missing {
-					missing[m] = true
-				}
-				for i, v := range []float64{d.PromptTokens, d.GenerationTokens, d.PrefixQueries, d.PrefixHits, d.Preemptions} {
-					nd[i] += v
-				}
-				row.Artefacts = append(row.Artefacts, ArtefactRef{Path: a.Path, SHA256: a.SHA256, Bytes: a.Size})
+		for i, a := range b.attempts {
+			rb := RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.measured(), Attempt: a.N,
+				Retry: i > 0, Missing: a.Missing, Validity: a.validity, Energy: a.energy, Status: "open"}
+			if a.End != nil {
+				rb.Status, rb.Class = string(a.End.Status), string(a.End.Class)
 			}
-		} else {
-			ndOK = [5]bool{}
+			st := a.stats
+			if st != nil {
+				agg := st.AggregateTokS()
+				rb.Attempted, rb.VisibleSuccesses, rb.WallS, rb.AggregateTokS = st.Attempted, st.OK, st.WallS(), &agg
+				rb.TTFTp50, rb.TPOTp50 = st.TTFTp50, st.TPOTp50
+				if st.SHA256 != "" {
+					row.Artefacts = append(row.Artefacts, ArtefactRef{Path: st.Path, SHA256: st.SHA256, Bytes: st.Bytes})
+				}
+				for _, f := range st.Failures {
+					row.FailedRequestIDs = append(row.FailedRequestIDs, f.ID)
+				}
+			}
+			row.Blocks = append(row.Blocks, rb)
+			if !b.measured() || st == nil {
+				continue
+			}
+			// Every attempt's records are the cell's population.
+			attempted += st.Attempted
+			ok += st.OK
+			maxConc = max(maxConc, st.MaxConc)
+			cached += st.Cached
+			cachedRep += st.CachedRep
+			for m := range nMetrics {
+				vals[m] = append(vals[m], st.vals[m]...)
+			}
+			for _, p := range st.prompts {
+				prompts = append(prompts, p.v)
+			}
+			if a.validity != nil {
+				valid.Blocks++
+				if a.validity.OK {
+					valid.Passed++
+				} else {
+					for _, f := range a.validity.failed() {
+						valid.Failed = append(valid.Failed, fmt.Sprintf("%s attempt %d %s", blockLabel(b), a.N, f))
+					}
+				}
+			}
+			if art, found := a.artefact("native-deltas.json"); found {
+				var d nativeDeltas
+				if err := ev.readJSON(art.Path, &d); err == nil {
+					native.Blocks++
+					for _, m := range d.Missing {
+						missing[m] = true
+					}
+					for i, v := range []float64{d.PromptTokens, d.GenerationTokens, d.PrefixQueries, d.PrefixHits, d.Preemptions} {
+						nd[i] += v
+					}
+					row.Artefacts = append(row.Artefacts, ArtefactRef{Path: art.Path, SHA256: art.SHA256, Bytes: art.Size})
+				}
+			} else {
+				ndOK = [5]bool{}
+			}
+			if art, found := a.artefact("gpu.jsonl"); found {
+				row.Artefacts = append(row.Artefacts, ArtefactRef{Path: art.Path, SHA256: art.SHA256, Bytes: art.Size})
+			}
+			// Block-level figures (aggregate, ordered prompts, energy) are the
+			// settling attempt's; an interrupted attempt has no such figure.
+			if a != b.settling() {
+				continue
+			}
+			nBlocks++
+			aggSum += st.AggregateTokS()
+			if ordered == nil {
+				ordered = b
+			}
+			if a.energy != nil {
+				energies = append(energies, a.energy)
+			}
 		}
-		if a, found := b.artefact("gpu.jsonl"); found {
-			row.Artefacts = append(row.Artefacts, ArtefactRef{Path: a.Path, SHA256: a.SHA256, Bytes: a.Size})
-		}
+	}
+	if valid.Blocks > 0 {
+		row.Validity = valid
 	}
 	if len(row.FailedRequestIDs) > 0 {
 		sort.Strings(row.FailedRequestIDs)
 	}
-	if nBlocks == 0 {
-		return row
+	if attempted > 0 {
+		row.Attempted, row.VisibleSuccesses = &attempted, &ok
 	}
-	row.Attempted, row.VisibleSuccesses = &attempted, &ok
+	if nBlocks == 0 || row.Disposition == Failed {
+		// Seed 003: a failed cell carries its counts and reasons, no headline figure.
+		return withoutFigures(row)
+	}
 	mean := aggSum / float64(nBlocks)
 	row.AggregateTokS = &mean
 	row.AggregateBasis = fmt.Sprintf("mean over %d measured block(s) of Σ completion tokens / block wall time; failed requests' tokens included", nBlocks)
@@ -393,12 +515,75 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 		row.Concurrency.EngineBasis = fmt.Sprintf("max of %d native gauge samples taken during the measured blocks (native-samples.jsonl)", em.samples)
 	}
 	row.GPU = ev.cellGPU(c)
+	row.Energy = cellEnergy(energies)
+	row.Tails = map[string][]stats.QuantileBound{}
+	for _, m := range []int{mTTFT, mTPOT, mE2E} {
+		for _, p := range []float64{0.90, 0.95, 0.99} {
+			row.Tails[metricNames[m]] = append(row.Tails[metricNames[m]], stats.QuantileInterval(vals[m], p, Level))
+		}
+	}
 	return row
+}
+
+// withoutFigures strips a row down to its counts, reasons and evidence.
+func withoutFigures(row Row) Row {
+	if row.Disposition != Failed {
+		return row
+	}
+	for i := range row.Blocks {
+		row.Blocks[i].AggregateTokS, row.Blocks[i].TTFTp50, row.Blocks[i].TPOTp50, row.Blocks[i].Energy = nil, nil, nil, nil
+	}
+	return row
+}
+
+// attemptsLine describes every attempt of a retried block.
+func attemptsLine(b *blockRef) string {
+	var parts []string
+	for _, a := range b.attempts {
+		s := fmt.Sprintf("attempt %d %s", a.N, a.endLabel())
+		if a.stats != nil {
+			s += fmt.Sprintf(", %d of %d requests recorded", a.stats.Attempted-a.Missing, a.stats.Attempted)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ") + "; every attempt stays in the population"
+}
+
+// cellEnergy is the mean over a cell's measured blocks.
+func cellEnergy(es []*BlockEnergy) *CellEnergy {
+	var ce CellEnergy
+	var w float64
+	nw := 0
+	ce.MinCoverage = 1
+	for _, e := range es {
+		if e.JoulesPerOutputToken == nil || e.JoulesPerRequest == nil {
+			continue
+		}
+		ce.Blocks++
+		ce.Simulated = ce.Simulated || e.Simulated
+		ce.JoulesPerOutputToken += *e.JoulesPerOutputToken
+		ce.JoulesPerRequest += *e.JoulesPerRequest
+		ce.SamplingIntervalS = math.Max(ce.SamplingIntervalS, e.IntervalS)
+		ce.MinCoverage = math.Min(ce.MinCoverage, e.Coverage)
+		for _, d := range e.Devices {
+			w += d.MeanW
+			nw++
+			ce.PeakPowerW = math.Max(ce.PeakPowerW, d.PeakW)
+		}
+	}
+	if ce.Blocks == 0 {
+		return nil
+	}
+	ce.JoulesPerOutputToken /= float64(ce.Blocks)
+	ce.JoulesPerRequest /= float64(ce.Blocks)
+	ce.MeanPowerW = w / float64(nw)
+	return &ce
 }
 
 func dist(xs []float64) loadgen.Dist {
 	// loadgen.Summarise copies; sort in place instead, the slice is ours.
-	d := loadgen.Dist{Samples: len(xs), Descriptive: len(xs) < loadgen.DescriptiveBelow}
+	// A p99 below the count that certifies it (stats.CertifiedMin) is descriptive.
+	d := loadgen.Dist{Samples: len(xs), Descriptive: len(xs) < stats.CertifiedMin(0.99, stats.CertifyConfidence)}
 	if len(xs) == 0 {
 		return d
 	}

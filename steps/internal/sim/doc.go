@@ -32,5 +32,6 @@
 // and validated, and seed only selects the RNG stream), preemption (KV space for prompt
 // plus max_tokens is reserved at admission, so vllm:num_preemptions_total stays 0),
 // caching of generated tokens, tool calls, n > 1, logprobs, HTTP/2-specific behaviour and GPU
-// telemetry (steps/internal/gpu simulates GPUs). The scheduler-trace endpoint lives in trace.go.
+// telemetry (steps/internal/gpu simulates GPUs). The scheduler-trace endpoint lives in trace.go,
+// the run-time fault injection endpoint (/debug/faults) in admin.go.
 package sim

@@ -59,6 +59,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /health", s.serveHealth)
 	s.mux.HandleFunc("GET /v1/models", s.serveModels)
 	s.mux.HandleFunc("POST /debug/scheduler-trace", s.tracked(s.serveSchedulerTrace))
+	s.mux.HandleFunc("/debug/faults", s.serveFaults) // admin.go
 	return s, nil
 }
 

@@ -1,6 +1,7 @@
 # A small variant of examples/quickstart for the report's golden state directories:
-# two arms, C1 and C2, one priming block and two measured repetitions per cell, and
-# a pre-registered decision rule. Faults are injected through variables.
+# ABBA arms (incumbent before, candidate, incumbent after), C1 and C2, one priming
+# block and two measured repetitions per cell, and a pre-registered decision rule.
+# Faults are injected through variables.
 
 campaign "report-golden" {
   description = "Small incumbent vs candidate campaign on the simulator, for the report's golden tests."
@@ -108,6 +109,11 @@ step "deploy" "candidate" {
   timeout = "1m"
 }
 
+step "deploy" "incumbent_again" {
+  target  = target.incumbent
+  timeout = "1m"
+}
+
 matrix "primary" {
   workload    = workload.capacity
   concurrency = [1, 2]
@@ -125,6 +131,10 @@ matrix "primary" {
   arm "candidate" {
     target = target.candidate
     setup  = [step.deploy.candidate]
+  }
+  arm "incumbent_after" {
+    target = target.incumbent
+    setup  = [step.deploy.incumbent_again]
   }
 }
 
