@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -141,9 +142,16 @@ func (g *globals) setupLog() error {
 		g.log = zerolog.New(g.stderr).Level(lvl).With().Timestamp().Logger()
 	case "console":
 		w := zerolog.ConsoleWriter{Out: g.stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(g.stderr),
-			// Values print as they are: a step address keeps its quotes unescaped,
-			// block.primary["c1"], so it can be pasted back into a plan.
-			FormatFieldValue: func(v any) string { return fmt.Sprint(v) }}
+			// A step address prints as it is written, block.primary["c1"], so it can
+			// be pasted back into a plan: the writer quotes any value holding a
+			// quote, and only values with spaces need that.
+			FormatFieldValue: func(v any) string {
+				s := fmt.Sprint(v)
+				if u, err := strconv.Unquote(s); err == nil && !strings.ContainsAny(u, " \t\n") {
+					return u
+				}
+				return s
+			}}
 		g.log = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 	default:
 		return &exitError{code: 2, msg: fmt.Sprintf("invalid --log-format %q: use console or json", g.logFormat)}
