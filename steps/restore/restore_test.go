@@ -13,6 +13,8 @@ import (
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps"
+	"github.com/rigor-bench/rigor/steps/internal/sim"
+	"github.com/rigor-bench/rigor/steps/internal/sim/simtest"
 	"github.com/rs/zerolog"
 )
 
@@ -24,7 +26,10 @@ campaign "restore-%[1]s" {
     reserve = "2m"
   }
 }
-host "h_%[1]s" { runtime = "sim" }
+host "h_%[1]s" {
+  runtime = "sim"
+  sim_dir = %[4]q
+}
 target "incumbent" {
   host       = host.h_%[1]s
   container  = "inc-%[1]s"
@@ -69,7 +74,9 @@ func apply(t *testing.T, name, preflight string) (engine.Record, map[string]any)
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "campaign.hcl")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(campaign, name, addr, preflight)), 0o644); err != nil {
+	simDir := filepath.Join(dir, "sim")
+	simtest.Cleanup(t, mustOpen(t, "h_"+name, simDir))
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(campaign, name, addr, preflight, simDir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p, _, diags := plans.Load(path, plans.Options{StepTypes: steps.Registry().Types(), Env: []string{}})
@@ -110,10 +117,18 @@ func TestRestoreRunsPreflightAgainstTheIncumbent(t *testing.T) {
 		t.Fatalf("receipt outcome %v action %v", receipt["outcome"], receipt["action"])
 	}
 	checks, _ := json.Marshal(receipt["checks"])
-	for _, want := range []string{`"preflight"`, `"protected file"`, `discovery.json`, `"image identity"`} {
+	for _, want := range []string{`"preflight"`, `"image identity"`} {
 		if !strings.Contains(string(checks), want) {
 			t.Errorf("receipt checks lack %s: %s", want, checks)
 		}
+	}
+	// The protected file is either compared with the digest the engine pinned, or
+	// stated as not compared; never claimed checked without a pin.
+	skipped, _ := json.Marshal(receipt["not_compared"])
+	compared := strings.Contains(string(checks), `discovery.json sha256`)
+	firstSeen := strings.Contains(string(skipped), `discovery.json sha256`) && strings.Contains(string(skipped), "first seen at restore, nothing to compare")
+	if compared == firstSeen {
+		t.Errorf("discovery.json must be in exactly one of checks (%s) and not_compared (%s)", checks, skipped)
 	}
 }
 
@@ -134,4 +149,12 @@ func TestFailingPreflightFailsRestoreAndKeepsOutput(t *testing.T) {
 	if !found {
 		t.Fatalf("preflight output not kept as an artefact: %+v", rec.Artefacts)
 	}
+}
+
+func mustOpen(t *testing.T, name, dir string) *sim.Host {
+	h, err := sim.OpenHost(name, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
