@@ -40,7 +40,9 @@ func TestCrashRecovery(t *testing.T) {
 				"--var", fmt.Sprintf("port=%d", 18700+i), "--var", "time_scale=0.002", "--var", "block_seconds=0.05"}
 			journal := filepath.Join(state, engine.JournalFile)
 
+			sandbox := simSandbox(t)
 			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), sandbox)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
@@ -53,6 +55,7 @@ func TestCrashRecovery(t *testing.T) {
 			}
 
 			rerun := exec.Command(bin, args...)
+			rerun.Env = cmd.Env
 			out, err := rerun.CombinedOutput()
 			if code := rerun.ProcessState.ExitCode(); code != 0 && code != exitStopped {
 				t.Fatalf("rerun exited %d (%v):\n%s", code, err, out)

@@ -182,6 +182,9 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 	runtimeFailure := runtimeAfter(t, before, err != nil)
 	takeover := checkTakeover(sc, t, before, snap)
 	switch {
+	case runtimeFailure != nil && takeover != nil:
+		runtimeFailure.Message += "; " + takeover.Message
+		return runtimeFailure
 	case runtimeFailure != nil:
 		return runtimeFailure
 	case takeover != nil:

@@ -88,11 +88,15 @@ type identityFinding struct {
 func checkHeld(ctx context.Context, sc *engine.StepContext, t target.Target, now target.Seen) (compared []string, f *identityFinding) {
 	setup, prev := heldRecords(sc, t.Endpoint)
 	latest := setup
-	for _, h := range []*held{setup, prev} {
+	if prev != nil {
+		latest = prev
+	}
+	// The previous block first: a change since it is the most recent one, and the
+	// one a restart between blocks shows as.
+	for _, h := range []*held{prev, setup} {
 		if h == nil {
 			continue
 		}
-		latest = h
 		compared = append(compared, h.addr)
 		if ch := h.seen.Changes(now); len(ch) > 0 {
 			return compared, &identityFinding{engine.ClassIdentity, fmt.Sprintf("container %s is not the one %s recorded: %s",
