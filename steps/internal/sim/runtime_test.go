@@ -196,11 +196,13 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(starterEnv); dir != "" {
 		// A rigor process that starts a server and is then SIGKILLed, as an apply is.
 		h, err := OpenHost("h", dir)
-		if err == nil {
-			_, err = h.Create(ContainerSpec{Name: "survivor", Image: "sim:incumbent", Listen: "127.0.0.1:0", Config: Config{TimeScale: fastScale}})
-		}
-		if err == nil {
-			err = h.Start("survivor")
+		for _, name := range []string{"survivor", "orphan"} {
+			if err == nil {
+				_, err = h.Create(ContainerSpec{Name: name, Image: "sim:incumbent", Listen: "127.0.0.1:0", Config: Config{TimeScale: fastScale}})
+			}
+			if err == nil {
+				err = h.Start(name)
+			}
 		}
 		if err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
@@ -237,6 +239,18 @@ func TestServerSurvivesItsStarter(t *testing.T) {
 	}
 	if got, _ := h.Inspect("survivor"); got.Status != StatusExited || got.ExitCode != 0 {
 		t.Errorf("after stop by another process: %+v", got)
+	}
+	// Killed from outside while no rigor process watched: gone, and how is unknown.
+	orphan, _ := h.Inspect("orphan")
+	if err := syscall.Kill(orphan.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for got, _ := h.Inspect("orphan"); got.Status == StatusRunning && time.Now().Before(deadline); got, _ = h.Inspect("orphan") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got, _ := h.Inspect("orphan"); got.Status != StatusExited || got.ExitCode != ExitUnknown {
+		t.Errorf("killed unseen: %+v; want exited with exit code %d (unknown)", got, ExitUnknown)
 	}
 }
 
