@@ -25,9 +25,9 @@ type beforeState struct {
 	seen *target.Seen
 	// who answered the probe before the run (takeover.go).
 	probe probeResult
-	// checkedAt is when the identity was confirmed before the run; confirmed is set
-	// by afterBlock to when it was confirmed after (a pointer: beforeState travels by
-	// value, and Run reads it back for the outputs).
+	// checkedAt is when the checks before the run began; confirmed is set by
+	// afterBlock to when the checks after it began, once they passed (a pointer:
+	// beforeState travels by value, and Run reads it back for the outputs).
 	checkedAt time.Time
 	confirmed *time.Time
 }
@@ -76,6 +76,9 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 			break
 		}
 	}
+	// The windows in which the engine's events are read overlap rather than leave a
+	// gap: this one starts before the checks below end the previous one.
+	st.checkedAt = time.Now()
 	setup, prev := heldRecords(sc, t.Endpoint)
 	// A sim target with no container (a bare server under test) has nothing to hold,
 	// unless a gate or a record says it must have one; docker always has one.
@@ -109,7 +112,6 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 		return st, fail(engine.ClassIdentity, idGate, "identity", "%s is answered by incarnation %q, not by container %s (incarnation %s): another server holds the endpoint",
 			t.Endpoint, st.probe.Incarnation, t.Container, st.seen.Incarnation)
 	}
-	st.checkedAt = time.Now()
 	for _, g := range gates {
 		name := target.Str(g, "name")
 		if target.Bool(g, "health") {
@@ -179,6 +181,8 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 		}
 	}
 	// The container first (the more specific class), then who answered the requests.
+	// checked is taken first, so the next block's event window overlaps this one's.
+	checked := time.Now()
 	runtimeFailure := runtimeAfter(t, before, err != nil)
 	takeover := checkTakeover(sc, t, before, snap)
 	switch {
@@ -190,7 +194,7 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 	case takeover != nil:
 		return takeover
 	case before.seen != nil:
-		*before.confirmed = time.Now()
+		*before.confirmed = checked
 	}
 	if err != nil {
 		sc.Log.Warn().Err(err).Msg("native metrics unavailable after the block")
