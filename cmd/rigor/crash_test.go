@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,14 +23,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs the quickstart 20 times; skipped with -short")
 	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(t.TempDir(), "rigor")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Dir(file)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin, root := buildRigor(t)
 	campaign := filepath.Join(root, "examples", "quickstart", "campaign.hcl")
 	for i, killAt := range []int{2, 5, 8, 12, 17, 24, 31, 40, 52, 63} {
 		t.Run(fmt.Sprintf("after_%d_records", killAt), func(t *testing.T) {
@@ -108,6 +100,13 @@ func TestCrashRecovery(t *testing.T) {
 // the process ended by itself first.
 func waitAndKill(t *testing.T, cmd *exec.Cmd, journal string, n int) bool {
 	t.Helper()
+	return waitAndKillWhen(t, cmd, journal, fmt.Sprintf("%d records", n), func(b []byte) bool { return bytes.Count(b, []byte("\n")) >= n })
+}
+
+// waitAndKillWhen SIGKILLs cmd once the journal's bytes satisfy when (described by
+// what). It reports false when the process ended by itself first.
+func waitAndKillWhen(t *testing.T, cmd *exec.Cmd, journal, what string, when func([]byte) bool) bool {
+	t.Helper()
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	deadline := time.After(60 * time.Second)
@@ -118,10 +117,10 @@ func waitAndKill(t *testing.T, cmd *exec.Cmd, journal string, n int) bool {
 		case <-deadline:
 			_ = cmd.Process.Kill()
 			<-done
-			t.Fatalf("journal never reached %d records", n)
+			t.Fatalf("the journal never showed %s", what)
 		default:
 		}
-		if b, err := os.ReadFile(journal); err == nil && strings.Count(string(b), "\n") >= n {
+		if b, err := os.ReadFile(journal); err == nil && when(b) {
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			<-done
 			return true

@@ -6,11 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps"
@@ -25,14 +22,7 @@ func TestResumeFindsTheSimTargetsAlive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs the quickstart twice; skipped with -short")
 	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(t.TempDir(), "rigor")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Dir(file)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin, root := buildRigor(t)
 	sandbox := simSandbox(t)
 	state := filepath.Join(t.TempDir(), "state")
 	args := []string{"plan", "apply", filepath.Join(root, "examples", "quickstart", "campaign.hcl"), "--state", state,
@@ -44,26 +34,9 @@ func TestResumeFindsTheSimTargetsAlive(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		b, _ := os.ReadFile(journal)
-		if bytes.Contains(b, []byte(`"step":"block.pilot[\"c4\"]"`)) {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			break
-		}
-		select {
-		case <-done:
-			t.Fatal("apply ended before the pilot's second block started")
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatal("the pilot's second block never started")
-		}
-		time.Sleep(time.Millisecond)
+	c4 := []byte(`"step":"block.pilot[\"c4\"]"`)
+	if !waitAndKillWhen(t, cmd, journal, "the pilot's second block", func(b []byte) bool { return bytes.Contains(b, c4) }) {
+		t.Fatal("apply ended before the pilot's second block started")
 	}
 	crashed, _ := os.ReadFile(journal)
 	list, err := steps.SimContainers(filepath.Join(strings.TrimPrefix(sandbox, "XDG_RUNTIME_DIR="), "rigor", "sim"))

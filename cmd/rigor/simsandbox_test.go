@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/rigor-bench/rigor/steps"
@@ -29,4 +31,18 @@ func stopSims(run string) error {
 		return fmt.Errorf("stop the simulator servers the test left: %w", err)
 	}
 	return nil
+}
+
+// buildRigor builds the rigor binary for tests that run it as a process (and kill
+// it), and returns it with the repository root.
+func buildRigor(t *testing.T) (bin, root string) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	bin = filepath.Join(t.TempDir(), "rigor")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Dir(file)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin, filepath.Join(filepath.Dir(file), "..", "..")
 }

@@ -45,6 +45,22 @@ func testHost(t *testing.T) *Host {
 	return h
 }
 
+// started creates and starts an incumbent container called name on any free port.
+func started(t *testing.T, h *Host, name string) ContainerInfo {
+	t.Helper()
+	if _, err := h.Create(ContainerSpec{Name: name, Image: "sim:incumbent", Listen: "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(name); err != nil {
+		t.Fatal(err)
+	}
+	info, err := h.Inspect(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
 // health returns the status of GET /health and the incarnation that answered.
 func health(endpoint string) (int, string, error) {
 	c := http.Client{Timeout: 2 * time.Second}
@@ -168,13 +184,7 @@ func TestServerProcessIsDetached(t *testing.T) {
 	}
 	t.Setenv("RIGOR_VAR_api_key", "secret-that-must-not-reach-the-server")
 	h := testHost(t)
-	if _, err := h.Create(ContainerSpec{Name: "c", Image: "sim:incumbent", Listen: "127.0.0.1:0"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start("c"); err != nil {
-		t.Fatal(err)
-	}
-	info, _ := h.Inspect("c")
+	info := started(t, h, "c")
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(info.PID) + "/environ")
 	if err != nil {
 		t.Fatal(err)
@@ -258,13 +268,7 @@ func TestServerSurvivesItsStarter(t *testing.T) {
 // when its pid now belongs to another process.
 func TestDeadServerIsExited(t *testing.T) {
 	h := testHost(t)
-	if _, err := h.Create(ContainerSpec{Name: "c", Image: "sim:incumbent", Listen: "127.0.0.1:0"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start("c"); err != nil {
-		t.Fatal(err)
-	}
-	info, _ := h.Inspect("c")
+	info := started(t, h, "c")
 	if err := syscall.Kill(info.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -392,12 +396,7 @@ func TestContainerErrors(t *testing.T) {
 // (run with -race): the lock serialises them, and no restart is lost.
 func TestHostConcurrentUse(t *testing.T) {
 	h := testHost(t)
-	if _, err := h.Create(ContainerSpec{Name: "c", Image: "sim:incumbent", Listen: "127.0.0.1:0"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start("c"); err != nil {
-		t.Fatal(err)
-	}
+	started(t, h, "c")
 	// A second handle on the same directory stands for another rigor process.
 	other, err := OpenHost("h", h.Dir())
 	if err != nil {

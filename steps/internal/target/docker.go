@@ -166,11 +166,7 @@ func SimIdentity(info sim.ContainerInfo) docker.Identity {
 func Inspect(ctx context.Context, t Target) (docker.Identity, error) {
 	switch t.Runtime {
 	case RuntimeSim:
-		h, err := SimHost(t)
-		if err != nil {
-			return docker.Identity{}, err
-		}
-		info, err := h.Inspect(t.Container)
+		info, err := SimInspect(t)
 		if err != nil {
 			return docker.Identity{}, err
 		}
