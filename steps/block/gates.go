@@ -237,8 +237,9 @@ func runtimeAfter(t target.Target, before beforeState, unreachable bool) *engine
 }
 
 // dockerAfter compares a docker target's identity after a block with the one before:
-// an OOM kill is "oom"; an exit, a new incarnation or a higher restart count is
-// "restart"; a container that is gone is "identity". When the server stopped
+// an OOM kill is "oom"; a new incarnation or a higher restart count is "restart"; a
+// container that is gone or no longer running is "identity", as on the sim runtime;
+// the engine's oom, die and kill events during the block count too. When the server stopped
 // answering (unreachable), the engine may not have recorded the container's death
 // yet: it is inspected again for a few seconds before it is believed unchanged.
 func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.Result {
@@ -261,7 +262,7 @@ func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.
 	case id.RestartCount != before.restartCount:
 		r = engine.Failed(engine.ClassRestart, "container %s restarted during the block (restart count %d, was %d)", t.Container, id.RestartCount, before.restartCount)
 	case !id.Running():
-		r = engine.Failed(engine.ClassRestart, "container %s stopped during the block: %s with exit code %d (incarnation %s ended)", t.Container, id.Status, id.ExitCode, before.incarnation)
+		r = engine.Failed(engine.ClassIdentity, "container %s stopped during the block: %s with exit code %d (incarnation %s ended)", t.Container, id.Status, id.ExitCode, before.incarnation)
 	default:
 		// Inspect cannot see an OOM kill of a process inside a container that runs on,
 		// nor a signal sent to it: the engine's events during the block can.

@@ -432,3 +432,22 @@ func TestHostConcurrentUse(t *testing.T) {
 		t.Errorf("after 4 restarts: %+v", got)
 	}
 }
+
+func TestDefaultRoot(t *testing.T) {
+	cases := map[string]struct {
+		runtime, cache, want string
+	}{
+		"the runtime dir first":         {runtime: "/run/user/7", cache: "/c", want: "/run/user/7/rigor/sim"},
+		"then the user cache dir":       {cache: "/c", want: "/c/rigor/sim"},
+		"a relative runtime dir is not": {runtime: "rel", cache: "/c", want: "/c/rigor/sim"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("XDG_RUNTIME_DIR", tc.runtime)
+			t.Setenv("XDG_CACHE_HOME", tc.cache)
+			if got := DefaultRoot(); got != tc.want {
+				t.Errorf("DefaultRoot() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
