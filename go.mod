@@ -21,6 +21,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/vbauerster/mpb/v8 v8.16.2
 	github.com/zclconf/go-cty v1.20.0
+	golang.org/x/crypto v0.58.0
 	gonum.org/v1/plot v0.17.0
 )
 

@@ -47,7 +47,7 @@ func EffectivePlan(stateDir string) ([]byte, int, error) {
 }
 
 func amendmentPath(stateDir string, n int) string {
-	return filepath.Join(stateDir, AmendmentsDir, fmt.Sprintf("%04d.json", n))
+	return filepath.Join(stateDir, filepath.FromSlash(amendmentFile(n)))
 }
 
 func readAmendment(stateDir string, n int) (*Amendment, error) {
@@ -112,6 +112,11 @@ func RecordAmendment(stateDir string, plan *plans.Plan, reason string, clock Clo
 		return nil, err
 	}
 	defer j.Close()
+	if st, err := replay(j.Records()); err != nil {
+		return nil, err
+	} else if st.lifecycle == LifecycleClosed {
+		return nil, fmt.Errorf("%w: the campaign is closed, and a closed campaign accepts no amendment", ErrAmendmentRefused)
+	}
 	started := map[string]bool{}
 	for _, r := range j.Records() {
 		if r.Kind == KindStepStart {
@@ -132,19 +137,24 @@ func RecordAmendment(stateDir string, plan *plans.Plan, reason string, clock Clo
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileOnce(amendmentPath(stateDir, a.Number), append(b, '\n')); err != nil {
+	// The record carries every file the amendment wrote, so verify can check them.
+	art, err := writeEvidence(stateDir, amendmentFile(a.Number), append(b, '\n'))
+	if err != nil {
 		return nil, fmt.Errorf("write amendment: %w", err)
 	}
+	arts := []Artefact{art}
 	for _, s := range plan.Sources {
-		if err := writeFileOnce(filepath.Join(stateDir, AmendmentsDir, fmt.Sprintf("%04d", a.Number), s.Name), s.Bytes); err != nil {
+		art, err := writeEvidence(stateDir, amendmentSources(a.Number)+"/"+s.Name, s.Bytes)
+		if err != nil {
 			return nil, fmt.Errorf("write amendment source: %w", err)
 		}
+		arts = append(arts, art)
 	}
 	var touched []string
 	for _, c := range d.Changes {
 		touched = append(touched, c.Addr)
 	}
-	if _, err := j.Append(Record{Kind: KindAmendment, Amendment: a.Number, PlanSHA256: a.PlanSHA256, Reason: reason, Summary: d.Summary(), Touched: touched}); err != nil {
+	if _, err := j.Append(Record{Kind: KindAmendment, Amendment: a.Number, PlanSHA256: a.PlanSHA256, Reason: reason, Summary: d.Summary(), Touched: touched, Artefacts: arts}); err != nil {
 		return nil, err
 	}
 	return a, writeManifest(stateDir, j.Records())

@@ -6,6 +6,12 @@
 // Invariants:
 //   - Nothing in the state directory is rewritten except manifest.json, which is an
 //     index rebuilt from the journal; evidence is only ever added.
+//   - Every file the engine writes into a state directory is accounted for by a
+//     journal record with its size and sha256 (plan_frozen: plan/; amendment: its
+//     files; step_end: the attempt's files). The rest is manifest.json (derived
+//     from the journal), signatures/ (which sign the journal's head), the lock, and
+//     report/ (derived by `rigor report`). VerifyState checks all of it and
+//     reports anything else as a stray.
 //   - A failed attempt is never re-run; after a stop-class failure, a deferral or an
 //     interrupt only always-steps start, and every other step is recorded blocked
 //     or deferred with the reason.

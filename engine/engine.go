@@ -2,14 +2,10 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +13,6 @@ import (
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rs/zerolog"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // Options configure one apply.
@@ -33,11 +28,18 @@ type Options struct {
 	// Grace is how long past its hard bound a step may take to return before the
 	// engine records a timeout and moves on to restore (default 30s).
 	Grace time.Duration
+	// FlushWait is how long, at the end of an apply, the engine keeps retrying to
+	// write journal records that could not be written (a full disk may be freed
+	// meanwhile) before it writes them to a rescue file instead (default 10s).
+	FlushWait time.Duration
+	// RescueDir is where journal records that could not reach the state directory
+	// go as a last resort (default os.TempDir()).
+	RescueDir string
 }
 
 // Event is one thing worth telling the person at the terminal.
 type Event struct {
-	Kind     string // step_start, step_end, outage, note, progress
+	Kind     string // step_start, step_end, outage, note, alert, progress
 	Addr     string
 	Attempt  int
 	Status   Status
@@ -51,10 +53,37 @@ type Event struct {
 
 // Summary is the outcome of an apply.
 type Summary struct {
-	Status     string // completed, stopped, interrupted, deferred, closed
+	// Status is the campaign_end status: completed, held or restore_failed.
+	Status string
+	// Cause says why a held campaign is held (CauseStopped, CauseDeferred, ...).
+	Cause      string
 	Reason     string
 	PlanSHA256 string
 	Counts     map[Status]int
+	// RestoreFailures lists the always-steps that failed or never ran, with why.
+	RestoreFailures []string
+	// OutageOpen is true when the apply ends with the incumbent out of service.
+	OutageOpen bool
+	// Outage is the last outage window this apply closed or left open, if any.
+	Outage *OutageResult
+	// EvidenceError is set when evidence could not be written during the apply.
+	EvidenceError string
+	// Rescue is the file holding journal records the state directory could not
+	// take; Unwritten holds them when even that file could not be written.
+	Rescue    string
+	Unwritten [][]byte
+	// HeadSeq and HeadSHA256 identify the journal's last record (the chain's head).
+	HeadSeq    int
+	HeadSHA256 string
+}
+
+// OutageResult is one outage window as an apply leaves it.
+type OutageResult struct {
+	Window  int
+	Elapsed time.Duration
+	Budget  time.Duration
+	Open    bool
+	Overrun bool
 }
 
 // ErrPlanChanged is returned when the file's plan is not the frozen plan plus its
@@ -69,7 +98,6 @@ type stopKind int
 const (
 	notStopped stopKind = iota
 	stopFailure
-	stopDeferred
 	stopInterrupt
 	stopRecovery
 )
@@ -90,28 +118,39 @@ type run struct {
 	st       *replayed
 	outputs  plans.Outputs
 	terminal map[string]*Record
-	running  map[string]*plans.Instance
-	results  chan runResult
-	ctx      context.Context
+	// parked steps wait for a later apply without a record: what a restore-only
+	// apply leaves alone, and always-steps an apply did not need.
+	parked  map[string]bool
+	running map[string]*plans.Instance
+	results chan runResult
+	ctx     context.Context
 
-	evalCtx      *hcl.EvalContext
-	evalDirty    bool
-	stopped      stopKind
-	stopReason   string
-	stopClass    FailureClass
-	interrupted  bool
-	outageOpen   bool
-	outageBegin  time.Time
-	frozenHashes map[string]string
-	manifest     []ManifestEntry // plan files plus every step_end's artefacts so far
-	outageMu     sync.Mutex      // guards outageOpen and outageBegin
-	historyMu    sync.Mutex      // guards history, which running steps read
-	history      []Ended
+	evalCtx     *hcl.EvalContext
+	evalDirty   bool
+	stopped     stopKind
+	stopCause   string
+	stopReason  string
+	stopClass   FailureClass
+	interrupted bool
+	deferred    bool // a step was deferred for the outage budget in this apply
+	restoreOnly bool // the apply retries the restore and holds, nothing else
+	pinned      map[string]string
+	manifest    []ManifestEntry // plan files plus every step_end's artefacts so far
+	evidenceErr error
+
+	outageMu    sync.Mutex // guards the outage fields, which running steps read
+	outageOpen  bool
+	outageBegin time.Time
+	window      int
+	lastOutage  *OutageResult
+
+	historyMu sync.Mutex // guards history, which running steps read
+	history   []Ended
 }
 
 // Apply runs a plan against a state directory: it freezes the plan on first use,
-// resumes otherwise, recovers from a crashed apply, and always ends with the
-// always-steps.
+// recovers what a crashed apply left, retries a failed restore first, continues a
+// held campaign in a new outage window, and always ends with the always-steps.
 func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*Summary, error) {
 	if opts.Clock == nil {
 		opts.Clock = SystemClock{}
@@ -121,6 +160,12 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = 30 * time.Second
+	}
+	if opts.FlushWait <= 0 {
+		opts.FlushWait = 10 * time.Second
+	}
+	if opts.RescueDir == "" {
+		opts.RescueDir = os.TempDir()
 	}
 	if opts.Observe == nil {
 		opts.Observe = func(Event) {}
@@ -141,7 +186,7 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 	}
 	planHash := plans.SHA256Hex(planJSON)
 	if len(j.Records()) == 0 {
-		if err := freeze(opts.StateDir, plan, planJSON, planHash, j); err != nil {
+		if err := freeze(opts.StateDir, plan, reg, planJSON, planHash, j); err != nil {
 			return nil, err
 		}
 	}
@@ -149,79 +194,207 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
+	if st.lifecycle == LifecycleClosed {
+		ce := &ClosedError{At: st.ended.Time, How: "completed", Reason: st.ended.Message}
+		if st.ended.Kind == KindCampaignClosed {
+			ce.How, ce.Reason = "closed by rigor close", st.ended.Reason
+		}
+		return nil, ce
+	}
 	if st.planSHA256 != planHash {
 		return nil, fmt.Errorf("%w: the state directory holds plan %.12s… (frozen, %d amendment(s)) but the file evaluates to %.12s…; run `rigor plan diff` to see what changed and `--record --reason` to amend before any changed step starts", ErrPlanChanged, st.planSHA256, st.amendments, planHash)
 	}
 	r := &run{
 		plan: plan, reg: reg, opts: opts, j: j, st: st, ctx: ctx,
-		outputs: plans.Outputs{}, terminal: map[string]*Record{}, running: map[string]*plans.Instance{},
-		results: make(chan runResult, len(plan.Instances)+1), evalDirty: true,
-		outageOpen: st.outageOpen, outageBegin: st.outageBegin, frozenHashes: st.frozen,
-	}
-	if st.ended != nil {
-		return r.summary("closed", "the campaign was closed at "+st.ended.Time.Format(time.RFC3339)+"; a new campaign needs a new state directory"), nil
+		outputs: plans.Outputs{}, terminal: map[string]*Record{}, parked: map[string]bool{},
+		running: map[string]*plans.Instance{}, results: make(chan runResult, len(plan.Instances)+1), evalDirty: true,
+		outageOpen: st.outageOpen, outageBegin: st.outageBegin, window: st.window, pinned: st.pinned,
 	}
 	if err := r.loadHistory(); err != nil {
 		return nil, err
 	}
-	if err := r.recover(); err != nil {
-		return nil, err
-	}
+	prev := st.lifecycle
+	r.append(Record{Kind: KindApplyStart, Pid: os.Getpid(), Lifecycle: prev})
 	if err := r.checkResume(); err != nil {
 		return nil, err
 	}
+	r.recover(prev)
 	if err := r.loop(); err != nil {
 		return nil, err
 	}
-	status := "completed"
-	switch r.stopped {
-	case stopFailure:
-		status = "stopped"
-	case stopDeferred:
-		status = "deferred"
-	case stopInterrupt:
-		status = "interrupted"
-	case stopRecovery:
-		status = "recovered"
+	return r.end(), nil
+}
+
+// end writes campaign_end, the manifest and whatever the journal still owes the
+// disk, and says how the apply ended.
+func (r *run) end() *Summary {
+	sum := &Summary{PlanSHA256: r.st.planSHA256, Counts: map[Status]int{}}
+	for _, inst := range r.plan.Instances {
+		if rec := r.terminal[inst.Addr]; rec != nil {
+			sum.Counts[rec.Status]++
+		}
+		if !inst.Meta.Always || r.parked[inst.Addr] {
+			continue
+		}
+		if rec := r.terminal[inst.Addr]; rec == nil || rec.Status != StatusSucceeded {
+			why := "did not run"
+			if rec != nil {
+				why = fmt.Sprintf("%s (%s): %s", rec.Status, rec.Class, firstLine(rec.Message))
+			}
+			sum.RestoreFailures = append(sum.RestoreFailures, inst.Addr+" "+why)
+		}
 	}
-	sum := r.summary(status, r.stopReason)
+	switch {
+	case len(sum.RestoreFailures) > 0:
+		sum.Status, sum.Reason = EndRestoreFailed, "restore did not succeed: "+sum.RestoreFailures[0]
+		if r.stopReason != "" {
+			sum.Reason += "; the campaign had stopped before: " + r.stopReason
+		}
+	case r.stopped != notStopped:
+		sum.Status, sum.Cause, sum.Reason = EndHeld, r.stopCause, r.stopReason
+	case r.deferred:
+		sum.Status, sum.Cause = EndHeld, CauseDeferred
+		sum.Reason = "some steps did not fit in the outage budget and were deferred; apply again to run them in a new outage window"
+	case r.pending() > 0:
+		sum.Status, sum.Cause = EndHeld, CauseStopped
+		sum.Reason = fmt.Sprintf("%d step(s) are still to run; apply again to continue", r.pending())
+	default:
+		sum.Status = EndCompleted
+	}
 	counts := map[string]int{}
 	for k, v := range sum.Counts {
 		counts[string(k)] = v
 	}
-	if _, err := j.Append(Record{Kind: KindCampaignEnd, Status: Status(status), Message: r.stopReason, Counts: counts}); err != nil {
-		return nil, err
+	r.append(Record{Kind: KindCampaignEnd, Status: Status(sum.Status), Cause: sum.Cause, Message: sum.Reason, Counts: counts})
+	r.outageMu.Lock()
+	sum.OutageOpen = r.outageOpen
+	if r.outageOpen {
+		el := r.opts.Clock.Now().Sub(r.outageBegin)
+		sum.Outage = &OutageResult{Window: r.window, Elapsed: el, Budget: r.budget(), Open: true, Overrun: el > r.budget()}
+	} else if r.lastOutage != nil {
+		o := *r.lastOutage
+		sum.Outage = &o
 	}
-	return sum, nil
+	r.outageMu.Unlock()
+	r.flushEvidence(sum)
+	if r.evidenceErr != nil {
+		sum.EvidenceError = r.evidenceErr.Error()
+	}
+	sum.HeadSeq, sum.HeadSHA256 = r.j.Head()
+	return sum
 }
 
-func (r *run) summary(status, reason string) *Summary {
-	s := &Summary{Status: status, Reason: reason, PlanSHA256: r.st.planSHA256, Counts: map[Status]int{}}
-	for _, rec := range r.terminal {
-		s.Counts[rec.Status]++
+// pending counts the non-always steps left for a later apply.
+func (r *run) pending() int {
+	n := 0
+	for _, inst := range r.plan.Instances {
+		if inst.Meta.Always {
+			continue
+		}
+		rec := r.terminal[inst.Addr]
+		if rec == nil || rec.Status == StatusDeferred || (rec.Status == StatusBlocked && r.heldBack(inst, rec)) {
+			n++
+		}
 	}
-	return s
+	return n
 }
 
-// freeze writes the plan into the state directory and opens the journal with it.
-func freeze(stateDir string, plan *plans.Plan, planJSON []byte, planHash string, j *Journal) error {
-	dir := filepath.Join(stateDir, PlanDir)
-	if len(plan.Sources) == 1 {
-		if err := writeFileOnce(filepath.Join(dir, "frozen.hcl"), plan.Sources[0].Bytes); err != nil {
+// heldBack reports whether a blocked step was held back by a stop, so a continued
+// campaign runs it, rather than blocked by a dependency that can never be used.
+func (r *run) heldBack(inst *plans.Instance, rec *Record) bool {
+	if rec.Status == StatusDeferred {
+		return true
+	}
+	if rec.Status != StatusBlocked {
+		return false
+	}
+	for _, d := range inst.DependsOn {
+		if dep := r.terminal[d]; dep != nil && !r.usable(dep) && !r.heldBack(r.instance(d), dep) && !r.mayRerun(r.instance(d), dep) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *run) instance(addr string) *plans.Instance {
+	inst, _ := r.plan.Instance(addr)
+	return inst
+}
+
+// mayRerun reports whether an interrupted attempt may be run again.
+func (r *run) mayRerun(inst *plans.Instance, rec *Record) bool {
+	return inst != nil && rec.Status == StatusInterrupted && r.rerunSafe(inst)
+}
+
+// rerunSafe: the plan declared rerun_safe, or the step type is safe to run again
+// by nature (it computes or reads, and sends nothing that is measured).
+func (r *run) rerunSafe(inst *plans.Instance) bool {
+	if inst.Meta.RerunSafe {
+		return true
+	}
+	rs, ok := r.reg[inst.Type].(RerunSafe)
+	return ok && rs.RerunSafe()
+}
+
+// flushEvidence writes what the journal still owes the disk and the manifest,
+// retrying for a while (space may be freed), then rescues what it cannot write.
+func (r *run) flushEvidence(sum *Summary) {
+	deadline := time.Now().Add(r.opts.FlushWait)
+	for len(r.j.Unwritten()) > 0 {
+		if r.j.Flush() == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if lines := r.j.Unwritten(); len(lines) > 0 {
+		name := fmt.Sprintf("rigor-rescue-%s-%d.jsonl", safeSegment(r.plan.Campaign.Name), time.Now().UnixNano())
+		path := filepath.Join(r.opts.RescueDir, name)
+		var buf []byte
+		for _, l := range lines {
+			buf = append(buf, l...)
+		}
+		if err := os.WriteFile(path, buf, 0o644); err == nil {
+			sum.Rescue = path
+		} else {
+			sum.Unwritten = lines
+		}
+		return
+	}
+	if err := r.writeManifest(); err != nil {
+		r.evidenceFailed(err)
+	}
+}
+
+// freeze writes the plan into the state directory and opens the journal with it,
+// pinning the campaign's frozen files and every pinned input already known. The
+// plan_frozen record carries the size and sha256 of every file written under plan/,
+// so `rigor verify` can check each byte against the journal.
+func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, planHash string, j *Journal) error {
+	var arts []Artefact
+	write := func(name string, b []byte) error {
+		a, err := writeEvidence(stateDir, PlanDir+"/"+name, b)
+		if err != nil {
 			return fmt.Errorf("freeze plan: %w", err)
+		}
+		arts = append(arts, a)
+		return nil
+	}
+	if len(plan.Sources) == 1 {
+		if err := write("frozen.hcl", plan.Sources[0].Bytes); err != nil {
+			return err
 		}
 	} else {
 		for _, s := range plan.Sources {
-			if err := writeFileOnce(filepath.Join(dir, "src", s.Name), s.Bytes); err != nil {
-				return fmt.Errorf("freeze plan: %w", err)
+			if err := write("src/"+s.Name, s.Bytes); err != nil {
+				return err
 			}
 		}
 	}
-	if err := writeFileOnce(filepath.Join(dir, "plan.json"), planJSON); err != nil {
-		return fmt.Errorf("freeze plan: %w", err)
+	if err := write("plan.json", planJSON); err != nil {
+		return err
 	}
-	if err := writeFileOnce(filepath.Join(dir, "plan.sha256"), []byte(planHash+"\n")); err != nil {
-		return fmt.Errorf("freeze plan: %w", err)
+	if err := write("plan.sha256", []byte(planHash+"\n")); err != nil {
+		return err
 	}
 	frozen := map[string]string{}
 	for _, f := range plan.Campaign.Frozen {
@@ -231,11 +404,31 @@ func freeze(stateDir string, plan *plans.Plan, planJSON []byte, planHash string,
 		}
 		frozen[f] = sum
 	}
-	_, err := j.Append(Record{Kind: KindPlanFrozen, PlanSHA256: planHash, Frozen: frozen, Pid: os.Getpid()})
-	return err
+	pinned := map[string]string{}
+	for _, inst := range plan.Instances {
+		pi, ok := reg[inst.Type].(PinnedInputs)
+		if !ok || !plans.IsWholeKnown(inst.Config) {
+			continue
+		}
+		cfg, _ := inst.Config.UnmarkDeep()
+		d, err := pi.PinnedInputs(cfg, plan.BaseDir)
+		if err != nil {
+			return fmt.Errorf("pinned inputs of %s: %w", inst.Addr, err)
+		}
+		for k, v := range d {
+			if _, ok := pinned[k]; !ok {
+				pinned[k] = v
+			}
+		}
+	}
+	if _, err := j.Append(Record{Kind: KindPlanFrozen, PlanSHA256: planHash, Frozen: frozen, Pinned: pinned, Pid: os.Getpid(), Artefacts: arts}); err != nil {
+		return err
+	}
+	return writeManifest(stateDir, j.Records())
 }
 
-// loadHistory marks steps settled by earlier applies and restores their outputs.
+// loadHistory restores what earlier applies settled: the latest record of every
+// step and the outputs of succeeded attempts.
 func (r *run) loadHistory() error {
 	for _, rec := range r.j.Records() {
 		if rec.Kind != KindStepEnd || rec.Attempt == 0 {
@@ -248,56 +441,37 @@ func (r *run) loadHistory() error {
 		r.addHistory(rec, out)
 	}
 	for addr, h := range r.st.steps {
-		if _, ok := r.plan.Instance(addr); !ok {
+		inst, ok := r.plan.Instance(addr)
+		if !ok || h.final == nil {
 			continue
 		}
-		if h.final != nil {
-			r.terminal[addr] = h.final
-			for _, a := range h.attempts {
-				if a.end == h.final && a.outputs != cty.NilVal {
-					inst, _ := r.plan.Instance(addr)
-					v, err := convert.Convert(a.outputs, inst.OutputType())
+		r.terminal[addr] = h.final
+		for _, a := range h.attempts {
+			if a.end == h.final && a.outputs != cty.NilVal && (h.final.Status == StatusSucceeded || h.final.Policy == PolicyRecord) {
+				v, err := convertOutputs(a.outputs, inst)
+				if err != nil {
+					return err
+				}
+				r.outputs[addr] = v
+			}
+		}
+		// The latest succeeded attempt's outputs stay usable even if a later
+		// attempt (a re-run after an interrupt) has not ended well.
+		if _, ok := r.outputs[addr]; !ok {
+			for i := len(h.attempts) - 1; i >= 0; i-- {
+				a := h.attempts[i]
+				if a.end != nil && a.end.Status == StatusSucceeded && a.outputs != cty.NilVal {
+					v, err := convertOutputs(a.outputs, inst)
 					if err != nil {
-						return fmt.Errorf("outputs of %s in the journal do not fit its output type: %w", addr, err)
+						return err
 					}
 					r.outputs[addr] = v
+					break
 				}
 			}
 		}
 	}
 	return nil
-}
-
-// recover settles attempts a crashed apply left open. With the outage open, only
-// the always-steps run: the incumbent comes back before anything else happens.
-func (r *run) recover() error {
-	if len(r.st.openRuns) == 0 && !r.st.outageOpen {
-		return nil
-	}
-	sort.Slice(r.st.openRuns, func(i, j int) bool { return r.st.openRuns[i].start.Seq < r.st.openRuns[j].start.Seq })
-	for _, a := range r.st.openRuns {
-		// Whatever the dead attempt wrote is hashed now, as it was found, so the
-		// evidence of a crash is covered like any other.
-		arts, err := hashArtefacts(r.opts.StateDir, filepath.Join(r.opts.StateDir, filepath.FromSlash(a.start.Dir)))
-		if err != nil {
-			return err
-		}
-		if _, err := r.j.Append(Record{
-			Kind: KindStepEnd, Step: a.start.Step, Attempt: a.n, Dir: a.start.Dir, Artefacts: arts,
-			Status: StatusInterrupted, Class: ClassCrash,
-			Message: "the previous apply stopped during this attempt (crash or kill); its evidence is kept as it was",
-		}); err != nil {
-			return err
-		}
-	}
-	msg := fmt.Sprintf("previous apply ended without closing: %d attempt(s) left open", len(r.st.openRuns))
-	if r.st.outageOpen {
-		msg += "; the outage is still open, so only always-steps (restore) run now"
-		r.stopped, r.stopReason, r.stopClass = stopRecovery, "recovery: the outage was left open by an apply that did not finish", ClassCrash
-	}
-	_, err := r.j.Append(Record{Kind: KindRecovery, Message: msg, Pid: os.Getpid()})
-	r.event(Event{Kind: "note", Message: msg})
-	return err
 }
 
 // checkResume refuses to go on if a settled step's inputs would now hash
@@ -332,59 +506,18 @@ func (r *run) checkResume() error {
 	return nil
 }
 
-// inputsOf evaluates an instance's configuration with the outputs known so far and
-// lists the files and dependency outputs that go into its hash.
-func (r *run) inputsOf(inst *plans.Instance) (cty.Value, []string, map[string]cty.Value, error) {
-	if r.evalDirty || r.evalCtx == nil {
-		ctx, diags := r.plan.Context(r.outputs)
-		if diags.HasErrors() {
-			return cty.NilVal, nil, nil, diags
-		}
-		r.evalCtx, r.evalDirty = ctx, false
-	}
-	cfg, diags := inst.Evaluate(r.evalCtx)
-	if diags.HasErrors() {
-		return cty.NilVal, nil, nil, diags
-	}
-	if !plans.IsWholeKnown(cfg) {
-		return cty.NilVal, nil, nil, fmt.Errorf("configuration still waits for other steps %s", plans.UnknownText(markSet(cfg)))
-	}
-	var files []string
-	if fi, ok := r.reg[inst.Type].(FileInputs); ok {
-		unmarked, _ := cfg.UnmarkDeep()
-		for _, f := range fi.Files(unmarked) {
-			if !filepath.IsAbs(f) {
-				f = filepath.Join(r.plan.BaseDir, f)
-			}
-			files = append(files, f)
-		}
-		sort.Strings(files)
-	}
-	deps := map[string]cty.Value{}
-	for _, d := range inst.DependsOn {
-		if v, ok := r.outputs[d]; ok {
-			deps[d] = v
-		}
-	}
-	return cfg, files, deps, nil
-}
-
-func markSet(v cty.Value) cty.ValueMarks {
-	_, pvm := v.UnmarkDeepWithPaths()
-	out := make(cty.ValueMarks)
-	for _, p := range pvm {
-		for m := range p.Marks {
-			out[m] = struct{}{}
-		}
-	}
-	return out
-}
-
 func (r *run) event(e Event) {
 	if e.Outage == (OutageView{}) {
 		e.Outage = r.outageView()
 	}
 	r.opts.Observe(e)
+}
+
+func (r *run) budget() time.Duration {
+	if o := r.plan.Campaign.Outage; o != nil {
+		return o.Budget
+	}
+	return 0
 }
 
 // outageView may be called from running steps (StepContext.Outage) while the
@@ -393,9 +526,9 @@ func (r *run) outageView() OutageView {
 	r.outageMu.Lock()
 	defer r.outageMu.Unlock()
 	o := r.plan.Campaign.Outage
-	v := OutageView{Open: r.outageOpen}
+	v := OutageView{Open: r.outageOpen, Window: r.window}
 	if o != nil {
-		v.Budget, v.Reserve = o.Budget, o.Reserve
+		v.Budget, v.Reserve = o.Budget, plans.StartReserve(o.Reserve, r.plan.AlwaysBound())
 	}
 	if r.outageOpen {
 		v.Elapsed = r.opts.Clock.Now().Sub(r.outageBegin)
@@ -403,465 +536,37 @@ func (r *run) outageView() OutageView {
 	return v
 }
 
-// loop starts every step that may start, waits for one to finish, and repeats
-// until nothing is left.
-func (r *run) loop() error {
-	for {
-		if err := r.schedule(); err != nil {
-			return err
-		}
-		if len(r.running) == 0 {
-			if r.allSettled() {
-				return nil
-			}
-			// Nothing runs and nothing can start: the remaining steps wait on each
-			// other, which the plan's acyclic graph rules out. Say so rather than hang.
-			return fmt.Errorf("internal: scheduler stalled with %d unsettled step(s)", len(r.plan.Instances)-len(r.terminal))
-		}
-		select {
-		case res := <-r.results:
-			if err := r.finish(res); err != nil {
-				return err
-			}
-		case <-r.ctxDone():
-			if err := r.noteInterrupt(); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func (r *run) ctxDone() <-chan struct{} {
-	if r.interrupted {
-		return nil
-	}
-	return r.ctx.Done()
-}
-
-func (r *run) noteInterrupt() error {
-	if r.interrupted {
-		return nil
-	}
-	r.interrupted = true
-	cause := context.Cause(r.ctx)
-	sig := ""
-	if cause != nil {
-		sig = cause.Error()
-	}
-	if r.stopped == notStopped || r.stopped == stopDeferred {
-		r.stopped, r.stopReason, r.stopClass = stopInterrupt, "interrupted ("+sig+")", ClassInterrupted
-	}
-	_, err := r.j.Append(Record{Kind: KindInterrupt, Signal: sig, Message: "running steps cancelled; always-steps run next"})
-	r.event(Event{Kind: "note", Message: "interrupt received: cancelling running steps, then running always-steps (restore)"})
-	return err
-}
-
-func (r *run) allSettled() bool { return len(r.terminal) >= len(r.plan.Instances) }
-
-func (r *run) settled(addr string) bool { _, ok := r.terminal[addr]; return ok }
-
-// usable reports whether a settled dependency lets its dependents run.
-func (r *run) usable(rec *Record) bool {
-	return rec.Status == StatusSucceeded || (rec.Status == StatusFailed && rec.Policy == PolicyRecord)
-}
-
-func (r *run) schedule() error {
-	if r.ctx.Err() != nil && !r.interrupted {
-		if err := r.noteInterrupt(); err != nil {
-			return err
-		}
-	}
-	nonAlwaysPending := false
-	for _, inst := range r.plan.Instances {
-		if !inst.Meta.Always && !r.settled(inst.Addr) {
-			if r.stopped != notStopped {
-				if _, running := r.running[inst.Addr]; !running {
-					if err := r.settleUnrun(inst); err != nil {
-						return err
-					}
-					continue
-				}
-			}
-			nonAlwaysPending = true
-		}
-	}
-	// claimed holds the resources of running steps and of earlier steps still
-	// waiting, so a later step never overtakes an earlier one it clashes with.
-	var claimed [][]string
-	for _, inst := range r.running {
-		claimed = append(claimed, inst.Meta.Uses)
-	}
-	for _, inst := range r.plan.Instances {
-		if r.settled(inst.Addr) {
-			continue
-		}
-		if _, ok := r.running[inst.Addr]; ok {
-			continue
-		}
-		if inst.Meta.Always && nonAlwaysPending {
-			continue // always-steps run last, after everything else has settled
-		}
-		ready := true
-		for _, d := range inst.DependsOn {
-			rec, ok := r.terminal[d]
-			if !ok {
-				ready = false
-				break
-			}
-			if !inst.Meta.Always && !r.usable(rec) {
-				if err := r.settleBlocked(inst, d, rec); err != nil {
-					return err
-				}
-				ready = false
-				break
-			}
-		}
-		if !ready || r.settled(inst.Addr) {
-			if !r.settled(inst.Addr) {
-				claimed = append(claimed, inst.Meta.Uses)
-			}
-			continue
-		}
-		if len(r.running) >= r.opts.Parallelism || clashes(inst.Meta.Uses, claimed) {
-			claimed = append(claimed, inst.Meta.Uses)
-			continue
-		}
-		started, err := r.start(inst)
-		if err != nil {
-			return err
-		}
-		if started {
-			claimed = append(claimed, inst.Meta.Uses)
-		}
-		if r.stopped != notStopped && !inst.Meta.Always {
-			// A deferral or a failed start stopped the campaign: settle the rest.
-			return r.schedule()
-		}
-	}
-	return nil
-}
-
-// clashes: a step with no declared uses is exclusive and clashes with everything.
-func clashes(uses []string, claimed [][]string) bool {
-	for _, c := range claimed {
-		if len(uses) == 0 || len(c) == 0 {
-			return true
-		}
-		for _, a := range uses {
-			for _, b := range c {
-				if a == b {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// settleUnrun records why a step never ran after the campaign stopped.
-func (r *run) settleUnrun(inst *plans.Instance) error {
-	status := StatusBlocked
-	msg := "not started: " + r.stopReason
-	if r.stopped == stopDeferred {
-		status = StatusDeferred
-		msg = "deferred: " + r.stopReason
-	}
-	return r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: status, Class: r.stopClass, Message: msg, BlockedBy: r.stopReason})
-}
-
-func (r *run) settleBlocked(inst *plans.Instance, dep string, rec *Record) error {
-	return r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusBlocked, Class: rec.Class,
-		Message: fmt.Sprintf("not started: dependency %s is %s", dep, rec.Status), BlockedBy: dep})
-}
-
-func (r *run) settle(inst *plans.Instance, rec Record) error {
-	written, err := r.j.Append(rec)
+// append writes a journal record. A record that cannot reach the disk is kept in
+// memory (the journal retries it with the next record) and ends measurement; it
+// never keeps the always-steps from running.
+func (r *run) append(rec Record) Record {
+	w, err := r.j.Append(rec)
 	if err != nil {
-		return err
+		r.evidenceFailed(err)
 	}
-	r.terminal[inst.Addr] = &written
-	r.event(Event{Kind: "step_end", Addr: inst.Addr, Status: rec.Status, Class: rec.Class, Message: rec.Message, Always: inst.Meta.Always})
-	return nil
+	return w
 }
 
-func (r *run) timeoutOf(inst *plans.Instance) time.Duration {
-	if inst.Meta.Timeout > 0 {
-		return inst.Meta.Timeout
+// evidenceFailed stops measurement after the first evidence write error.
+func (r *run) evidenceFailed(err error) {
+	if r.evidenceErr != nil {
+		return
 	}
-	if dt, ok := r.reg[inst.Type].(DefaultTimeout); ok {
-		return dt.DefaultTimeout()
+	r.evidenceErr = err
+	msg := fmt.Sprintf("evidence write failed: %v; measurement ends here, restore still runs, and unwritten records are kept in memory", err)
+	r.opts.Log.Error().Err(err).Msg("evidence write failed; measurement ends, restore still runs")
+	r.event(Event{Kind: "alert", Message: msg})
+	if r.stopped == notStopped {
+		r.stopped, r.stopCause, r.stopClass = stopFailure, CauseEvidence, ClassEvidenceWrite
+		r.stopReason = "evidence could not be written: " + err.Error()
 	}
-	return 0
-}
-
-// start begins one attempt. It returns false when the step was settled without
-// running (deferred for the outage budget, or failed before it could start).
-func (r *run) start(inst *plans.Instance) (bool, error) {
-	step, ok := r.reg[inst.Type]
-	if !ok {
-		return false, fmt.Errorf("internal: no step type %q registered", inst.Type)
-	}
-	timeout := r.timeoutOf(inst)
-	// Inside an outage (or when opening one) a step starts only if its hard bound
-	// fits before the reserve; always-steps are what the reserve is for.
-	opens := inst.Meta.Outage == "begin" && !r.outageOpen
-	if !inst.Meta.Always && (r.outageOpen || opens) && r.plan.Campaign.Outage != nil {
-		view := r.outageView()
-		if opens {
-			view.Elapsed = 0
-		}
-		if timeout > view.Available() {
-			r.stopped, r.stopClass = stopDeferred, ClassOutageBudget
-			r.stopReason = fmt.Sprintf("outage budget: %s needs up to %s but only %s remain before the %s reserve", inst.Addr, timeout, view.Available().Truncate(time.Second), view.Reserve)
-			return false, r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusDeferred, Class: ClassOutageBudget, Message: r.stopReason,
-				ElapsedS: view.Elapsed.Seconds(), BudgetS: view.Budget.Seconds(), ReserveS: view.Reserve.Seconds()})
-		}
-	}
-	h := r.st.steps[inst.Addr]
-	if h == nil {
-		h = &stepHistory{}
-		r.st.steps[inst.Addr] = h
-	}
-	attempt := len(h.attempts) + 1
-	dir := attemptDir(inst.Addr, attempt)
-	cfg, files, deps, err := r.inputsOf(inst)
-	var sum string
-	var parts *InputParts
-	if err == nil {
-		sum, parts, err = inputsHash(cfg, files, deps)
-	}
-	if opens {
-		rec, aerr := r.j.Append(Record{Kind: KindOutageBegin, Step: inst.Addr, BudgetS: r.plan.Campaign.Outage.Budget.Seconds(), ReserveS: r.plan.Campaign.Outage.Reserve.Seconds()})
-		if aerr != nil {
-			return false, aerr
-		}
-		r.outageMu.Lock()
-		r.outageOpen, r.outageBegin = true, rec.Time
-		r.outageMu.Unlock()
-		r.event(Event{Kind: "outage", Message: "outage opened by " + inst.Addr})
-	}
-	startRec, aerr := r.j.Append(Record{Kind: KindStepStart, Step: inst.Addr, Attempt: attempt, Dir: filepath.ToSlash(dir), InputsSHA256: sum, Inputs: parts})
-	if aerr != nil {
-		return false, aerr
-	}
-	a := &attemptRecord{n: attempt, start: &startRec}
-	h.attempts = append(h.attempts, a)
-	r.event(Event{Kind: "step_start", Addr: inst.Addr, Attempt: attempt, Always: inst.Meta.Always})
-	now := r.opts.Clock.Now()
-	// An always-step (restore) runs even when an input cannot be hashed or a frozen
-	// file changed: bringing the incumbent back matters more than a clean record.
-	// The problem is still its failure, folded in after it ran.
-	var alwaysProblem *Result
-	if err != nil {
-		res := Failed(ClassConfig, "cannot evaluate inputs: %v", err)
-		if !inst.Meta.Always || cfg == cty.NilVal {
-			r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
-			r.running[inst.Addr] = inst
-			return true, nil
-		}
-		alwaysProblem = &res
-	}
-	if res, bad := r.checkFrozen(files); bad {
-		if !inst.Meta.Always {
-			r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
-			r.running[inst.Addr] = inst
-			return true, nil
-		}
-		alwaysProblem = &res
-	}
-	absDir := filepath.Join(r.opts.StateDir, dir)
-	if err := os.MkdirAll(absDir, 0o755); err != nil {
-		return false, fmt.Errorf("create attempt directory: %w", err)
-	}
-	parent := r.ctx
-	if inst.Meta.Always {
-		// Restore must not be cancelled by the interrupt that sent us to it.
-		parent = context.WithoutCancel(r.ctx)
-	}
-	stepCtx, cancel := context.WithCancel(parent)
-	if timeout > 0 {
-		stepCtx, cancel = context.WithTimeout(parent, timeout)
-	}
-	unmarked, _ := cfg.UnmarkDeep()
-	sc := &StepContext{
-		Addr: inst.Addr, Instance: inst, Config: unmarked, Campaign: r.plan.Campaign.Name, Attempt: attempt,
-		Dir: absDir, BaseDir: r.plan.BaseDir, StateDir: r.opts.StateDir, InputsSHA256: sum, Clock: r.opts.Clock,
-		Log:      r.opts.Log.With().Str("step", inst.Addr).Logger(),
-		Progress: func(p Progress) { r.opts.Observe(Event{Kind: "progress", Addr: inst.Addr, Progress: p}) },
-		Outage:   r.outageView,
-		History:  r.historyView,
-	}
-	r.running[inst.Addr] = inst
-	done := make(chan Result, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- Failed(ClassInternal, "step panicked: %v\n%s", p, debug.Stack())
-			}
-		}()
-		done <- step.Run(stepCtx, sc)
-	}()
-	go func() {
-		defer cancel()
-		var res Result
-		select {
-		case res = <-done:
-		case <-stepCtx.Done():
-			select {
-			case res = <-done:
-			case <-time.After(r.opts.Grace):
-				res = Failed(ClassTimeout, "step did not return within %s after its context ended; abandoned so restore can run", r.opts.Grace)
-			}
-		}
-		if res.Status == "" {
-			res.Status = StatusSucceeded
-		}
-		if res.Status != StatusSucceeded && res.Class == "" {
-			switch {
-			case errors.Is(stepCtx.Err(), context.DeadlineExceeded):
-				res.Class = ClassTimeout
-				if res.Message == "" {
-					res.Message = fmt.Sprintf("hard bound %s exceeded", timeout)
-				}
-			case parent.Err() != nil:
-				res.Status, res.Class = StatusInterrupted, ClassInterrupted
-			default:
-				res.Class = ClassInternal
-			}
-		}
-		if res.Status == StatusFailed && res.Class == ClassInterrupted {
-			res.Status = StatusInterrupted
-		}
-		if alwaysProblem != nil && res.Status == StatusSucceeded {
-			res = Result{Status: StatusFailed, Class: alwaysProblem.Class, Outputs: res.Outputs,
-				Message: alwaysProblem.Message + " (the step itself ran and succeeded)"}
-		}
-		r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
-	}()
-	return true, nil
-}
-
-// checkFrozen re-hashes frozen files a step names; a change stops the campaign.
-func (r *run) checkFrozen(files []string) (Result, bool) {
-	for decl, want := range r.frozenHashes {
-		abs := filepath.Join(r.plan.BaseDir, decl)
-		named := false
-		for _, f := range files {
-			if filepath.Clean(f) == filepath.Clean(abs) {
-				named = true
-			}
-		}
-		if !named {
-			continue
-		}
-		got, err := plans.FileSHA256(abs)
-		if err != nil {
-			return Failed(ClassFrozenInputChanged, "frozen input %s cannot be read: %v", decl, err), true
-		}
-		if got != want {
-			return Failed(ClassFrozenInputChanged, "frozen input %s changed since the plan was frozen (sha256 %.12s… now %.12s…)", decl, want, got), true
-		}
-	}
-	return Result{}, false
-}
-
-func (r *run) finish(rr runResult) error {
-	inst := rr.inst
-	delete(r.running, inst.Addr)
-	res := rr.res
-	absDir := filepath.Join(r.opts.StateDir, rr.dir)
-	arts, err := hashArtefacts(r.opts.StateDir, absDir)
-	if err != nil {
-		return fmt.Errorf("hash artefacts of %s: %w", inst.Addr, err)
-	}
-	var outJSON, outType json.RawMessage
-	if res.Outputs != cty.NilVal {
-		conv, cerr := convert.Convert(res.Outputs, inst.OutputType())
-		if cerr != nil {
-			res = Failed(ClassInternal, "step returned outputs that do not fit its declared type: %v", cerr)
-		} else {
-			res.Outputs = conv
-			outJSON, outType, err = encodeOutputs(conv)
-			if err != nil {
-				return err
-			}
-		}
-	}
-	if res.Status == StatusSucceeded && res.Outputs == cty.NilVal {
-		res.Outputs = cty.NullVal(inst.OutputType())
-	}
-	rec := Record{
-		Kind: KindStepEnd, Step: inst.Addr, Attempt: rr.attempt, Dir: filepath.ToSlash(rr.dir),
-		Status: res.Status, Class: res.Class, Message: res.Message, Outputs: outJSON, OutputsType: outType,
-		Artefacts: arts, DurationS: r.opts.Clock.Now().Sub(rr.start).Seconds(),
-	}
-	if res.Status == StatusFailed {
-		rec.Policy = policyFor(res.Class, inst.Meta.OnFailure)
-	}
-	written, err := r.j.Append(rec)
-	if err != nil {
-		return err
-	}
-	for _, a := range r.st.steps[inst.Addr].attempts {
-		if a.n == rr.attempt {
-			a.end = &written
-		}
-	}
-	r.addHistory(written, res.Outputs)
-	if res.Status != StatusInterrupted || inst.Meta.Always {
-		r.terminal[inst.Addr] = &written
-	}
-	if res.Status == StatusSucceeded || written.Policy == PolicyRecord {
-		if res.Outputs != cty.NilVal {
-			r.outputs[inst.Addr] = res.Outputs
-			r.evalDirty = true
-		}
-	}
-	r.event(Event{Kind: "step_end", Addr: inst.Addr, Attempt: rr.attempt, Status: res.Status, Class: res.Class, Message: res.Message, Duration: time.Duration(rec.DurationS * float64(time.Second)), Always: inst.Meta.Always})
-	// The manifest grows by this step's entries; the journal is read for it once per
-	// apply, not once per step.
-	if r.manifest == nil {
-		fixed, err := planArtefacts(r.opts.StateDir)
-		if err != nil {
-			return err
-		}
-		r.manifest = append(fixed, stepEntries(r.j.Records())...)
-	} else {
-		r.manifest = append(r.manifest, endEntries(written)...)
-	}
-	if err := writeManifestEntries(r.opts.StateDir, r.manifest); err != nil {
-		return err
-	}
-	switch {
-	case res.Status == StatusSucceeded && inst.Meta.Outage == "end" && r.outageOpen:
-		elapsed := r.opts.Clock.Now().Sub(r.outageBegin)
-		if _, err := r.j.Append(Record{Kind: KindOutageEnd, Step: inst.Addr, ElapsedS: elapsed.Seconds(), BudgetS: r.outageView().Budget.Seconds(), ReserveS: r.outageView().Reserve.Seconds()}); err != nil {
-			return err
-		}
-		r.outageMu.Lock()
-		r.outageOpen = false
-		r.outageMu.Unlock()
-		r.event(Event{Kind: "outage", Message: fmt.Sprintf("outage closed by %s after %s", inst.Addr, elapsed.Truncate(time.Second)), Outage: OutageView{}})
-	case res.Status == StatusInterrupted:
-		if !inst.Meta.Always {
-			// The interrupted step is settled for this apply; a later apply may try
-			// it again as a new attempt, since nothing failed.
-			r.terminal[inst.Addr] = &written
-		}
-		if r.stopped == notStopped {
-			r.stopped, r.stopReason, r.stopClass = stopInterrupt, "interrupted during "+inst.Addr, ClassInterrupted
-		}
-	case res.Status == StatusFailed && written.Policy != PolicyRecord && !inst.Meta.Always:
-		if r.stopped == notStopped || r.stopped == stopDeferred {
-			r.stopped, r.stopClass = stopFailure, res.Class
-			r.stopReason = fmt.Sprintf("%s failed (%s): %s", inst.Addr, res.Class, firstLine(res.Message))
-		}
-	}
-	return nil
 }
 
 func (r *run) addHistory(rec Record, outputs cty.Value) {
-	typ, _, _ := strings.Cut(rec.Step, ".")
+	typ := ""
+	if inst, ok := r.plan.Instance(rec.Step); ok {
+		typ = inst.Type
+	}
 	r.historyMu.Lock()
 	r.history = append(r.history, Ended{Addr: rec.Step, Type: typ, Attempt: rec.Attempt, Status: rec.Status, Class: rec.Class, Outputs: outputs, Seq: rec.Seq})
 	r.historyMu.Unlock()
@@ -874,8 +579,10 @@ func (r *run) historyView() []Ended {
 }
 
 func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
 	}
 	return s
 }

@@ -90,8 +90,8 @@ step "probe" "restore" { always = true }
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Status != "stopped" {
-		t.Fatalf("status %q, want stopped", sum.Status)
+	if sum.Status != engine.EndHeld || sum.Cause != engine.CauseStopped {
+		t.Fatalf("status %q cause %q, want held after a stop", sum.Status, sum.Cause)
 	}
 	want := []string{"probe.first", "probe.identity", "probe.restore"}
 	if diff := cmp.Diff(want, h.probe.ran()); diff != "" {
@@ -130,7 +130,7 @@ func TestOutageDeferralWithFakeClock(t *testing.T) {
 	h := newHarness(t)
 	// 90m budget, 20m reserve: 70m usable. deploy opens it and takes 50m; block1
 	// (bound 15m) fits in the 20m left, block2 (bound 15m) does not after block1's
-	// 10m, so it is deferred and the engine goes to restore.
+	// 10m, so it is deferred; block3 (bound 1m) still fits.
 	p := h.load(header + `
 step "probe" "deploy" {
   outage  = "begin"
@@ -154,15 +154,17 @@ step "probe" "restore" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Status != "deferred" {
-		t.Fatalf("status %q, want deferred (%s)", sum.Status, sum.Reason)
+	if sum.Status != engine.EndHeld || sum.Cause != engine.CauseDeferred {
+		t.Fatalf("status %q cause %q, want held for a deferral (%s)", sum.Status, sum.Cause, sum.Reason)
 	}
 	f := h.finals()
 	if f["probe.block2"].Status != engine.StatusDeferred || f["probe.block2"].Class != engine.ClassOutageBudget {
 		t.Fatalf("block2: %+v", f["probe.block2"])
 	}
-	if f["probe.block3"].Status != engine.StatusDeferred {
-		t.Fatalf("block3 should be deferred too, got %s", f["probe.block3"].Status)
+	// A deferral skips only what depends on it: block3 fits in what is left and
+	// does not depend on block2, so it runs.
+	if f["probe.block3"].Status != engine.StatusSucceeded {
+		t.Fatalf("block3 fits and does not depend on block2: want succeeded, got %s", f["probe.block3"].Status)
 	}
 	if f["probe.restore"].Status != engine.StatusSucceeded {
 		t.Fatalf("restore: %s", f["probe.restore"].Status)
@@ -190,21 +192,13 @@ step "probe" "restore" {
   outage = "end"
 }
 `)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.block" {
-				cancel(errors.New("SIGINT"))
-				return
-			}
-		}
-	}()
+	ctx := h.interruptWhen("probe.block", "SIGINT")
 	sum, err := h.apply(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Status != "interrupted" {
-		t.Fatalf("status %q", sum.Status)
+	if sum.Status != engine.EndHeld || sum.Cause != engine.CauseInterrupted {
+		t.Fatalf("status %q cause %q, want held after an interrupt", sum.Status, sum.Cause)
 	}
 	f := h.finals()
 	if f["probe.block"].Status != engine.StatusInterrupted {
@@ -236,24 +230,26 @@ step "probe" "a" { file = "corpus.txt" }
 step "probe" "b" { hang = true }
 step "probe" "c" {}
 `
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.b" {
-				cancel(errors.New("SIGTERM"))
-				return
-			}
-		}
-	}()
+	ctx := h.interruptWhen("probe.b", "SIGTERM")
 	// A crash is simulated by an interrupt that leaves no campaign_end: run, then
 	// drop the journal's last records? Simpler and real: a crash-free stop between
 	// steps. Here: interrupt closes the campaign, so resume needs a fresh state.
 	if _, err := h.apply(ctx, h.load(src)); err != nil {
 		t.Fatal(err)
 	}
+	// The interrupted campaign is held: applying again continues it, without
+	// re-sending the interrupted step (it did not declare rerun_safe).
+	h.probe.order = nil
 	sum, err := h.apply(context.Background(), h.load(src))
-	if err != nil || sum.Status != "closed" {
-		t.Fatalf("a closed campaign must not run again: %v %v", sum, err)
+	if err != nil || sum.Status != engine.EndCompleted {
+		t.Fatalf("continuing a held campaign: %+v %v", sum, err)
+	}
+	if diff := cmp.Diff([]string{"probe.c"}, h.probe.ran()); diff != "" {
+		t.Fatalf("the continued campaign ran (-want +got):\n%s", diff)
+	}
+	_, err = h.apply(context.Background(), h.load(src))
+	if !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("a completed campaign is closed: apply must refuse it, got %v", err)
 	}
 
 	// Resume proper: a journal that ends between steps (the process died after a's
@@ -337,7 +333,7 @@ step "probe" "restore" { always = true }
 		t.Fatal(err)
 	}
 	f := h.finals()
-	if f["probe.uses_recipe"].Class != engine.ClassFrozenInputChanged || sum.Status != "stopped" {
+	if f["probe.uses_recipe"].Class != engine.ClassFrozenInputChanged || sum.Status != engine.EndHeld {
 		t.Fatalf("uses_recipe: %+v, summary %+v", f["probe.uses_recipe"], sum)
 	}
 	if f["probe.restore"].Status != engine.StatusSucceeded {
@@ -359,15 +355,7 @@ variable "hang" {
 }
 `
 	// First apply freezes and runs a; b hangs and is interrupted, so b has started.
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.b" {
-				cancel(errors.New("SIGINT"))
-				return
-			}
-		}
-	}()
+	ctx := h.interruptWhen("probe.b", "SIGINT")
 	if _, err := h.apply(ctx, h.load(base, "hang=true")); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,9 @@ const (
 	ClassInterrupted        FailureClass = "interrupted"
 	ClassCrash              FailureClass = "crash"
 	ClassOutageBudget       FailureClass = "outage_budget"
+	// ClassEvidenceWrite: evidence could not be written (disk full, read-only file
+	// system, EIO). It ends measurement; the always-steps still run.
+	ClassEvidenceWrite FailureClass = "evidence_write"
 	// ClassRecord is a request-level failure: kept in its denominator, it makes its
 	// cell ineligible for ranking, and the campaign goes on.
 	ClassRecord FailureClass = "record"

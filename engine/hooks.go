@@ -32,3 +32,11 @@ type Refresher interface {
 	RefreshKey(config cty.Value) string
 	Refresh(ctx context.Context, config, outputs cty.Value) error
 }
+
+// RerunSafe is implemented by step types that may run again after an interrupted
+// attempt without changing what the evidence means (they compute or read, and send
+// nothing that is measured). Other steps are re-run only when the plan declares
+// rerun_safe = true.
+type RerunSafe interface {
+	RerunSafe() bool
+}

@@ -26,6 +26,13 @@ const (
 	KindInterrupt   = "interrupt"
 	KindRecovery    = "recovery"
 	KindCampaignEnd = "campaign_end"
+	// KindApplyStart opens every apply; a journal whose last apply_start has no
+	// campaign_end after it belongs to a running or crashed apply.
+	KindApplyStart = "apply_start"
+	// KindRefresh records a re-inspection of a target a resumed apply found in place.
+	KindRefresh = "refresh"
+	// KindCampaignClosed is written by `rigor close`.
+	KindCampaignClosed = "campaign_closed"
 )
 
 // GenesisHash is the "previous hash" of the first record.
@@ -75,20 +82,43 @@ type Record struct {
 	Summary      string            `json:"summary,omitempty"`
 	Counts       map[string]int    `json:"counts,omitempty"`
 	Pid          int               `json:"pid,omitempty"`
-	Signal       string            `json:"signal,omitempty"`
-	ElapsedS     float64           `json:"elapsed_s,omitempty"`
-	BudgetS      float64           `json:"budget_s,omitempty"`
-	ReserveS     float64           `json:"reserve_s,omitempty"`
+	// Pinned are the digests of inputs that must not change, as a step_start saw
+	// them (and, in plan_frozen, as the freeze saw them): "file <path>", "corpus …".
+	Pinned map[string]string `json:"pinned,omitempty"`
+	// Lifecycle is, in apply_start, where the campaign stood when the apply began.
+	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+	// Cause says, in campaign_end, why a campaign is held.
+	Cause string `json:"cause,omitempty"`
+	// Window numbers the outage windows in outage_begin and outage_end records.
+	Window int `json:"window,omitempty"`
+	// Overrun marks an outage_end whose outage outlasted its budget.
+	Overrun  bool    `json:"overrun,omitempty"`
+	Signal   string  `json:"signal,omitempty"`
+	ElapsedS float64 `json:"elapsed_s,omitempty"`
+	BudgetS  float64 `json:"budget_s,omitempty"`
+	ReserveS float64 `json:"reserve_s,omitempty"`
 }
 
 // Journal is an append-only, fsynced, hash-chained JSON-lines file.
+//
+// A record that cannot be written (disk full, read-only file system, EIO) is kept
+// in memory, in order, and written with the next record that can be: the chain in
+// memory is always complete and the file always holds a prefix of it. A failed
+// write is cut back to the last whole record, so a torn line never reaches disk.
 type Journal struct {
-	mu      sync.Mutex
-	f       *os.File
-	clock   Clock
-	records []Record
-	last    string
+	mu        sync.Mutex
+	f         *os.File
+	clock     Clock
+	records   []Record
+	last      string
+	size      int64    // bytes of whole records on disk
+	unwritten [][]byte // encoded lines not on disk yet, oldest first
+	writeErr  error    // the error that left them unwritten
 }
+
+// ErrEvidenceWrite wraps a failure to write evidence (the journal, the manifest, an
+// attempt directory). It ends measurement, never the restore.
+var ErrEvidenceWrite = errors.New("evidence could not be written")
 
 // ErrChainBroken is returned when the journal's hash chain does not verify.
 var ErrChainBroken = errors.New("journal hash chain broken")
@@ -103,7 +133,12 @@ func OpenJournal(path string, clock Clock) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	return &Journal{f: f, clock: clock, records: recs, last: last}, nil
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	return &Journal{f: f, clock: clock, records: recs, last: last, size: info.Size()}, nil
 }
 
 // ReadJournal reads and verifies a journal, returning its records and the hash of
@@ -113,7 +148,7 @@ func ReadJournal(path string) ([]Record, string, error) {
 	if err != nil {
 		return nil, GenesisHash, err
 	}
-	recs, last, problems := verifyChain(data)
+	recs, last, _, problems := verifyChain(data)
 	if len(problems) > 0 {
 		return recs, last, fmt.Errorf("%w: %s: %s", ErrChainBroken, path, strings.Join(problems, "; "))
 	}
@@ -122,9 +157,11 @@ func ReadJournal(path string) ([]Record, string, error) {
 
 // verifyChain checks every line: it parses, its seq follows, its prev is the hash
 // of the line before, and the file ends with a newline (a torn last record shows).
-func verifyChain(data []byte) ([]Record, string, []string) {
+// It returns the records that parse, the hash of the last line, the hash of every
+// line (hashes[i] is line i+1's), and the problems.
+func verifyChain(data []byte) ([]Record, string, []string, []string) {
 	var recs []Record
-	var problems []string
+	var hashes, problems []string
 	prev := GenesisHash
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		problems = append(problems, "the last record is not terminated (truncated journal)")
@@ -139,6 +176,7 @@ func verifyChain(data []byte) ([]Record, string, []string) {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			problems = append(problems, fmt.Sprintf("line %d does not parse: %v", line, err))
 			prev = hashLine(raw)
+			hashes = append(hashes, prev)
 			continue
 		}
 		if r.Seq != line {
@@ -149,8 +187,9 @@ func verifyChain(data []byte) ([]Record, string, []string) {
 		}
 		recs = append(recs, r)
 		prev = hashLine(raw)
+		hashes = append(hashes, prev)
 	}
-	return recs, prev, problems
+	return recs, prev, hashes, problems
 }
 
 func hashLine(b []byte) string {
@@ -166,7 +205,9 @@ func (j *Journal) Records() []Record {
 }
 
 // Append writes one record in a single write and fsyncs it before returning: the
-// record is on disk before the side effect it announces happens.
+// record is on disk before the side effect it announces happens. When it cannot be
+// written, the record is still appended in memory and the error wraps
+// ErrEvidenceWrite: the caller decides what may still happen without it on disk.
 func (j *Journal) Append(r Record) (Record, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -179,16 +220,55 @@ func (j *Journal) Append(r Record) (Record, error) {
 	if err != nil {
 		return r, fmt.Errorf("encode journal record: %w", err)
 	}
-	buf := append(line, '\n')
-	if _, err := j.f.Write(buf); err != nil {
-		return r, fmt.Errorf("append journal record: %w", err)
-	}
-	if err := j.f.Sync(); err != nil {
-		return r, fmt.Errorf("fsync journal: %w", err)
-	}
 	j.records = append(j.records, r)
 	j.last = hashLine(line)
-	return r, nil
+	j.unwritten = append(j.unwritten, append(line, '\n'))
+	return r, j.flushLocked()
+}
+
+// Flush writes the records that earlier appends could not; nil means the file holds
+// the whole journal.
+func (j *Journal) Flush() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.flushLocked()
+}
+
+func (j *Journal) flushLocked() error {
+	if len(j.unwritten) == 0 {
+		return nil
+	}
+	buf := bytes.Join(j.unwritten, nil)
+	n, err := j.f.Write(buf)
+	if err == nil {
+		err = j.f.Sync()
+	}
+	if err != nil {
+		// Cut a short or unsynced write back to the last whole record, so the file
+		// stays a verifiable prefix of the journal; the lines stay queued.
+		if n > 0 || !errors.Is(err, os.ErrClosed) {
+			_ = j.f.Truncate(j.size)
+		}
+		j.writeErr = err
+		return fmt.Errorf("%w: journal: %v (%d record(s) kept in memory)", ErrEvidenceWrite, err, len(j.unwritten))
+	}
+	j.size += int64(len(buf))
+	j.unwritten, j.writeErr = nil, nil
+	return nil
+}
+
+// Unwritten returns the lines not yet on disk, oldest first.
+func (j *Journal) Unwritten() [][]byte {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([][]byte(nil), j.unwritten...)
+}
+
+// Head returns the sequence number and hash of the last record (on disk or not).
+func (j *Journal) Head() (int, string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.records), j.last
 }
 
 // Close closes the journal file.

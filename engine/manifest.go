@@ -3,13 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/rigor-bench/rigor/plans"
 )
 
 // Manifest lists every artefact of a state directory with its size and sha256.
@@ -24,43 +21,129 @@ type ManifestEntry struct {
 	Attempt int    `json:"attempt,omitempty"`
 }
 
-// writeManifest rebuilds manifest.json from the journal and the plan directory. It is
-// an index: the journal's step_end records are the authority it is derived from.
-func writeManifest(stateDir string, recs []Record) error {
-	fixed, err := planArtefacts(stateDir)
-	if err != nil {
-		return err
-	}
-	return writeManifestEntries(stateDir, append(fixed, stepEntries(recs)...))
+// journalFile is one file the journal accounts for, and the record that does.
+type journalFile struct {
+	ManifestEntry
+	rec *Record
+	// legacy: the record predates file hashes in plan_frozen and amendment
+	// records, so the entry was hashed from the file on disk and proves nothing
+	// about it.
+	legacy bool
 }
 
-// planArtefacts hashes the frozen plan and the amendments: files that do not change
-// while an apply runs, so the engine hashes them once per apply.
-func planArtefacts(stateDir string) ([]ManifestEntry, error) {
-	var out []ManifestEntry
-	for _, dir := range []string{PlanDir, AmendmentsDir} {
-		arts, err := hashArtefacts(stateDir, filepath.Join(stateDir, dir))
-		if err != nil {
-			return nil, err
+// journalFiles lists every file the journal accounts for, in record order: the
+// files the plan_frozen and amendment records wrote, and every record's artefacts
+// (step_end's, and those of kinds this version does not know). This is the one
+// definition of what manifest.json holds; the engine writes it and Verify checks it.
+func journalFiles(stateDir string, recs []Record) ([]journalFile, error) {
+	var out []journalFile
+	for i := range recs {
+		r := &recs[i]
+		legacy := len(r.Artefacts) == 0 && (r.Kind == KindPlanFrozen || r.Kind == KindAmendment)
+		entries := endEntries(*r)
+		if legacy {
+			arts, err := legacyFiles(stateDir, r)
+			if err != nil {
+				return nil, err
+			}
+			entries = endEntries(Record{Artefacts: arts})
 		}
-		for _, a := range arts {
-			out = append(out, ManifestEntry{Artefact: a})
+		for _, e := range entries {
+			out = append(out, journalFile{ManifestEntry: e, rec: r, legacy: legacy})
 		}
 	}
 	return out, nil
 }
 
-// stepEntries lists the artefacts the step_end records in recs account for.
+// legacyFiles hashes, as they are now, the files an older rigor wrote for a
+// plan_frozen or amendment record without recording their hashes.
+func legacyFiles(stateDir string, r *Record) ([]Artefact, error) {
+	if r.Kind == KindPlanFrozen {
+		arts, err := hashArtefacts(stateDir, filepath.Join(stateDir, PlanDir))
+		var out []Artefact
+		for _, a := range arts {
+			if legacyPlanFile(a.Path) {
+				out = append(out, a)
+			}
+		}
+		return out, err
+	}
+	var out []Artefact
+	for _, p := range []string{amendmentFile(r.Amendment), amendmentSources(r.Amendment)} {
+		arts, err := hashArtefacts(stateDir, filepath.Join(stateDir, filepath.FromSlash(p)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, arts...)
+	}
+	return out, nil
+}
+
+// legacyPlanFile: the files freeze has always written under plan/.
+func legacyPlanFile(p string) bool {
+	switch p {
+	case PlanDir + "/frozen.hcl", PlanDir + "/plan.json", PlanDir + "/plan.sha256":
+		return true
+	}
+	return strings.HasPrefix(p, PlanDir+"/src/") && path.Dir(p) == PlanDir+"/src"
+}
+
+// amendmentFile and amendmentSources are amendment n's paths, relative to the
+// state directory with forward slashes.
+func amendmentFile(n int) string    { return fmt.Sprintf("%s/%04d.json", AmendmentsDir, n) }
+func amendmentSources(n int) string { return fmt.Sprintf("%s/%04d", AmendmentsDir, n) }
+
+func manifestOf(files []journalFile) []ManifestEntry {
+	out := make([]ManifestEntry, len(files))
+	for i, f := range files {
+		out[i] = f.ManifestEntry
+	}
+	return out
+}
+
+// writeManifest rebuilds manifest.json from the journal: it is an index, and the
+// journal is the authority it is derived from.
+func writeManifest(stateDir string, recs []Record) error {
+	files, err := journalFiles(stateDir, recs)
+	if err != nil {
+		return err
+	}
+	return writeManifestEntries(stateDir, manifestOf(files))
+}
+
+// planArtefacts lists the files of the frozen plan and the amendments, as the
+// journal on disk records them: files that do not change while an apply runs, so
+// the engine reads them once per apply.
+func planArtefacts(stateDir string) ([]ManifestEntry, error) {
+	recs, _, err := ReadJournal(filepath.Join(stateDir, JournalFile))
+	if err != nil {
+		return nil, err
+	}
+	var plan []Record
+	for _, r := range recs {
+		if isPlanRecord(r) {
+			plan = append(plan, r)
+		}
+	}
+	files, err := journalFiles(stateDir, plan)
+	return manifestOf(files), err
+}
+
+func isPlanRecord(r Record) bool { return r.Kind == KindPlanFrozen || r.Kind == KindAmendment }
+
+// stepEntries lists the artefacts of every record in recs other than the plan's
+// (planArtefacts has those): step_end's, and any other kind's.
 func stepEntries(recs []Record) []ManifestEntry {
 	var out []ManifestEntry
 	for _, r := range recs {
-		if r.Kind == KindStepEnd {
+		if !isPlanRecord(r) {
 			out = append(out, endEntries(r)...)
 		}
 	}
 	return out
 }
 
+// endEntries is the manifest entries of one record's artefacts.
 func endEntries(r Record) []ManifestEntry {
 	out := make([]ManifestEntry, 0, len(r.Artefacts))
 	for _, a := range r.Artefacts {
@@ -69,106 +152,22 @@ func endEntries(r Record) []ManifestEntry {
 	return out
 }
 
+// renderManifest is manifest.json's exact bytes for these entries, sorted by path.
+func renderManifest(entries []ManifestEntry) ([]byte, error) {
+	m := Manifest{Artefacts: append([]ManifestEntry{}, entries...)}
+	sort.SliceStable(m.Artefacts, func(i, j int) bool { return m.Artefacts[i].Path < m.Artefacts[j].Path })
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
 // writeManifestEntries writes manifest.json with the entries sorted by path.
 func writeManifestEntries(stateDir string, entries []ManifestEntry) error {
-	m := Manifest{Artefacts: append([]ManifestEntry{}, entries...)}
-	sort.Slice(m.Artefacts, func(i, j int) bool { return m.Artefacts[i].Path < m.Artefacts[j].Path })
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := renderManifest(entries)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(stateDir, ManifestFile), append(b, '\n'))
-}
-
-// Problem is one discrepancy found by Verify.
-type Problem struct {
-	Path    string `json:"path"`
-	Problem string `json:"problem"`
-}
-
-// Verify re-hashes every artefact against the journal, walks the journal's hash
-// chain, and reports stray files under attempts/. It returns every problem found.
-func Verify(stateDir string) ([]Problem, error) {
-	jpath := filepath.Join(stateDir, JournalFile)
-	data, err := os.ReadFile(jpath)
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
-	}
-	var problems []Problem
-	recs, _, chain := verifyChain(data)
-	for _, c := range chain {
-		problems = append(problems, Problem{Path: JournalFile, Problem: c})
-	}
-	if len(recs) == 0 {
-		problems = append(problems, Problem{Path: JournalFile, Problem: "journal holds no records"})
-	}
-	known := map[string]bool{}
-	check := func(a Artefact, who string) {
-		known[a.Path] = true
-		abs := filepath.Join(stateDir, filepath.FromSlash(a.Path))
-		info, err := os.Stat(abs)
-		if err != nil {
-			problems = append(problems, Problem{Path: a.Path, Problem: "missing (recorded by " + who + ")"})
-			return
-		}
-		sum, err := plans.FileSHA256(abs)
-		if err != nil {
-			problems = append(problems, Problem{Path: a.Path, Problem: err.Error()})
-			return
-		}
-		if sum != a.SHA256 {
-			problems = append(problems, Problem{Path: a.Path, Problem: fmt.Sprintf("sha256 %s, journal recorded %s (%s)", sum, a.SHA256, who)})
-		} else if info.Size() != a.Size {
-			problems = append(problems, Problem{Path: a.Path, Problem: fmt.Sprintf("size %d, journal recorded %d", info.Size(), a.Size)})
-		}
-	}
-	for _, r := range recs {
-		if r.Kind == KindStepEnd {
-			for _, a := range r.Artefacts {
-				check(a, fmt.Sprintf("%s attempt %d", r.Step, r.Attempt))
-			}
-		}
-	}
-	// The frozen plan must still hash to what the journal froze.
-	for _, r := range recs {
-		if r.Kind == KindPlanFrozen {
-			b, err := os.ReadFile(filepath.Join(stateDir, PlanDir, "plan.json"))
-			if err != nil {
-				problems = append(problems, Problem{Path: PlanDir + "/plan.json", Problem: "missing"})
-			} else if plans.SHA256Hex(b) != r.PlanSHA256 {
-				problems = append(problems, Problem{Path: PlanDir + "/plan.json", Problem: "does not hash to the frozen plan hash " + r.PlanSHA256})
-			}
-		}
-	}
-	// Files under attempts/ that no record accounts for were added afterwards, or
-	// written by an attempt that never ended; either way the reviewer must know.
-	open := map[string]bool{}
-	for _, r := range recs {
-		if r.Kind == KindStepStart {
-			open[r.Dir] = true
-		}
-		if r.Kind == KindStepEnd && r.Attempt > 0 && len(r.Artefacts) > 0 {
-			delete(open, r.Dir)
-		}
-	}
-	_ = filepath.WalkDir(filepath.Join(stateDir, AttemptsDir), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(stateDir, p)
-		rel = filepath.ToSlash(rel)
-		if known[rel] {
-			return nil
-		}
-		for dir := range open {
-			if strings.HasPrefix(rel, dir+"/") {
-				problems = append(problems, Problem{Path: rel, Problem: "written by an attempt that never recorded its artefacts (crashed); not covered by any hash"})
-				return nil
-			}
-		}
-		problems = append(problems, Problem{Path: rel, Problem: "stray file: no journal record accounts for it"})
-		return nil
-	})
-	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Path < problems[j].Path })
-	return problems, nil
+	return writeFileAtomic(filepath.Join(stateDir, ManifestFile), b)
 }

@@ -8,12 +8,15 @@ import (
 // OutageView is the outage clock at one moment.
 type OutageView struct {
 	Open    bool
+	Window  int // the outage window's number, from 1
 	Elapsed time.Duration
 	Budget  time.Duration
 	Reserve time.Duration
 }
 
-// Available is how long a step may still take without eating into the reserve.
+// Available is how long a step may still take without eating into the reserve
+// (Reserve is what must stay free for the always-steps: the declared reserve, or
+// their bounds if those are larger).
 func (o OutageView) Available() time.Duration {
 	return o.Budget - o.Reserve - o.Elapsed
 }

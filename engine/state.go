@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -32,23 +33,27 @@ type attemptRecord struct {
 // stepHistory is everything the journal says about one step.
 type stepHistory struct {
 	attempts []*attemptRecord
-	final    *Record // the step_end that settled it: succeeded, failed, blocked, deferred
+	final    *Record // its latest step_end
 }
 
 // replayed is the state reconstructed from the journal.
 type replayed struct {
 	planSHA256  string
 	frozen      map[string]string
+	pinned      map[string]string // name -> the digest that first pinned it
 	amendments  int
 	steps       map[string]*stepHistory
 	outageOpen  bool
 	outageBegin time.Time
-	ended       *Record
+	window      int // the number of the last outage window opened
+	lifecycle   Lifecycle
+	ended       *Record          // the campaign_end or campaign_closed that set the lifecycle
+	lastApply   int              // seq of the last apply_start (0 in journals older than it)
 	openRuns    []*attemptRecord // started, never ended: the previous apply died
 }
 
 func replay(recs []Record) (*replayed, error) {
-	st := &replayed{steps: map[string]*stepHistory{}}
+	st := &replayed{steps: map[string]*stepHistory{}, pinned: map[string]string{}, lifecycle: LifecycleNew}
 	hist := func(addr string) *stepHistory {
 		h := st.steps[addr]
 		if h == nil {
@@ -57,17 +62,36 @@ func replay(recs []Record) (*replayed, error) {
 		}
 		return h
 	}
+	pin := func(m map[string]string) {
+		for k, v := range m {
+			if _, ok := st.pinned[k]; !ok {
+				st.pinned[k] = v
+			}
+		}
+	}
 	for i := range recs {
 		r := &recs[i]
+		if st.lifecycle == LifecycleNew && r.Kind != KindPlanFrozen && r.Kind != KindAmendment {
+			// Journals older than apply_start records begin with a step record.
+			st.lifecycle = LifecycleRunning
+		}
 		switch r.Kind {
 		case KindPlanFrozen:
 			st.planSHA256, st.frozen = r.PlanSHA256, r.Frozen
+			for path, sum := range r.Frozen {
+				pin(map[string]string{FilePin(path): sum})
+			}
+			pin(r.Pinned)
 		case KindAmendment:
 			st.planSHA256 = r.PlanSHA256
 			st.amendments = r.Amendment
+		case KindApplyStart:
+			st.lastApply = r.Seq
+			st.lifecycle = LifecycleRunning
 		case KindStepStart:
 			h := hist(r.Step)
 			h.attempts = append(h.attempts, &attemptRecord{n: r.Attempt, start: r})
+			pin(r.Pinned)
 		case KindStepEnd:
 			h := hist(r.Step)
 			if r.Attempt > 0 {
@@ -87,15 +111,16 @@ func replay(recs []Record) (*replayed, error) {
 				}
 				a.outputs = out
 			}
-			if r.Status != StatusInterrupted {
-				h.final = r
-			}
+			h.final = r
 		case KindOutageBegin:
 			st.outageOpen, st.outageBegin = true, r.Time
+			st.window = max(st.window+1, r.Window)
 		case KindOutageEnd:
 			st.outageOpen = false
 		case KindCampaignEnd:
-			st.ended = r
+			st.ended, st.lifecycle = r, lifecycleOf(r.Status)
+		case KindCampaignClosed:
+			st.ended, st.lifecycle = r, LifecycleClosed
 		}
 	}
 	for _, h := range st.steps {
@@ -107,6 +132,9 @@ func replay(recs []Record) (*replayed, error) {
 	}
 	return st, nil
 }
+
+// FilePin names the pinned digest of a file: "file <path as the plan wrote it>".
+func FilePin(path string) string { return "file " + path }
 
 var unsafeSegment = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
@@ -152,6 +180,15 @@ func writeFileOnce(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// writeEvidence writes a new file of evidence at rel (relative to the state
+// directory, forward slashes) and returns the artefact a journal record keeps.
+func writeEvidence(stateDir, rel string, data []byte) (Artefact, error) {
+	if err := writeFileOnce(statePath(stateDir, rel), data); err != nil {
+		return Artefact{}, err
+	}
+	return Artefact{Path: rel, Size: int64(len(data)), SHA256: plans.SHA256Hex(data)}, nil
 }
 
 // writeFileAtomic replaces a derived index file (manifest.json) atomically.

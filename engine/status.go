@@ -18,20 +18,27 @@ type StepStatus struct {
 
 // StateStatus summarises a state directory from its journal.
 type StateStatus struct {
-	PlanSHA256  string       `json:"plan_sha256"`
-	Amendments  int          `json:"amendments"`
-	Records     int          `json:"records"`
-	OutageOpen  bool         `json:"outage_open"`
-	OutageSince *time.Time   `json:"outage_since,omitempty"`
-	Ended       string       `json:"ended,omitempty"`
-	EndReason   string       `json:"end_reason,omitempty"`
-	Running     []string     `json:"running_or_crashed,omitempty"`
-	Steps       []StepStatus `json:"steps"`
+	PlanSHA256 string `json:"plan_sha256"`
+	Amendments int    `json:"amendments"`
+	Records    int    `json:"records"`
+	Head       Head   `json:"head"` // the last record: write it down to check later with verify --head
+	// Lifecycle is where the campaign stands: running (or crashed), held,
+	// restore_failed or closed; Cause says why a held campaign is held.
+	Lifecycle   Lifecycle  `json:"lifecycle"`
+	Cause       string     `json:"cause,omitempty"`
+	OutageOpen  bool       `json:"outage_open"`
+	OutageSince *time.Time `json:"outage_since,omitempty"`
+	// OutageWindow numbers the last outage window opened.
+	OutageWindow int          `json:"outage_window,omitempty"`
+	Ended        string       `json:"ended,omitempty"`
+	EndReason    string       `json:"end_reason,omitempty"`
+	Running      []string     `json:"running_or_crashed,omitempty"`
+	Steps        []StepStatus `json:"steps"`
 }
 
 // ReadStatus reads a state directory's journal into a status summary.
 func ReadStatus(stateDir string) (*StateStatus, error) {
-	recs, _, err := ReadJournal(filepath.Join(stateDir, JournalFile))
+	recs, last, err := ReadJournal(filepath.Join(stateDir, JournalFile))
 	if err != nil {
 		return nil, err
 	}
@@ -39,13 +46,17 @@ func ReadStatus(stateDir string) (*StateStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &StateStatus{PlanSHA256: st.planSHA256, Amendments: st.amendments, Records: len(recs), OutageOpen: st.outageOpen}
+	out := &StateStatus{PlanSHA256: st.planSHA256, Amendments: st.amendments, Records: len(recs), Head: Head{Seq: len(recs), SHA256: last}, OutageOpen: st.outageOpen,
+		Lifecycle: st.lifecycle, OutageWindow: st.window}
 	if st.outageOpen {
 		t := st.outageBegin
 		out.OutageSince = &t
 	}
-	if st.ended != nil {
-		out.Ended, out.EndReason = string(st.ended.Status), st.ended.Message
+	if st.ended != nil && st.lifecycle != LifecycleRunning {
+		out.Ended, out.EndReason, out.Cause = string(st.ended.Status), st.ended.Message, st.ended.Cause
+		if st.ended.Kind == KindCampaignClosed {
+			out.Ended, out.EndReason = "closed", st.ended.Reason
+		}
 	}
 	for _, a := range st.openRuns {
 		out.Running = append(out.Running, a.start.Step)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rs/zerolog"
@@ -25,10 +24,8 @@ type FileInputs interface {
 }
 
 // DefaultTimeout is implemented by step types that have a natural hard bound when the
-// plan sets none.
-type DefaultTimeout interface {
-	DefaultTimeout() time.Duration
-}
+// plan sets none (plans.Plan.Bound reads it).
+type DefaultTimeout = plans.DefaultTimeout
 
 // Registry maps step type names to implementations; cmd wires it up.
 type Registry map[string]Step

@@ -110,6 +110,9 @@ func (i *Instance) canonical() map[string]any {
 	if i.Meta.Outage != "" {
 		meta["outage"] = i.Meta.Outage
 	}
+	if i.Meta.RerunSafe {
+		meta["rerun_safe"] = true
+	}
 	deps := i.DependsOn
 	if deps == nil {
 		deps = []string{}

@@ -72,6 +72,7 @@ type Plan struct {
 	Sources   []SourceFile
 
 	parser *hclparse.Parser
+	types  StepTypes
 	ev     *evaluator
 	byAddr map[string]*Instance
 }
@@ -248,8 +249,12 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 		return diags
 	}
 	p.ev = ev
+	p.types = opts.StepTypes
 	diags = append(diags, p.expand(opts.StepTypes)...)
-	return diags
+	if diags.HasErrors() {
+		return diags
+	}
+	return append(diags, p.validateOutage()...)
 }
 
 func describeBlock(b *hcl.Block) string {

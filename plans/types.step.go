@@ -20,12 +20,14 @@ const (
 	metaPhase     = "phase"
 	metaOnFailure = "on_failure"
 	metaOutage    = "outage"
+	metaRerunSafe = "rerun_safe"
 )
 
 var metaSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: metaDependsOn}, {Name: metaForEach}, {Name: metaTimeout}, {Name: metaUses},
 		{Name: metaAlways}, {Name: metaPhase}, {Name: metaOnFailure}, {Name: metaOutage},
+		{Name: metaRerunSafe},
 	},
 }
 
@@ -40,6 +42,10 @@ type Meta struct {
 	Phase     string
 	OnFailure string // "", "stop" or "continue": overrides the failure class policy
 	Outage    string // "", "begin" or "end"
+	// RerunSafe says the step may run again as a new attempt after an attempt of it
+	// was interrupted (a crash, a signal); without it an interrupted step stays
+	// interrupted and is never re-sent.
+	RerunSafe bool
 }
 
 // StepBlock is a step block before expansion.
@@ -155,18 +161,25 @@ func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (Meta, hcl.Diagnosti
 		}
 		m.Outage = s
 	}
-	if a, ok := attrs[metaAlways]; ok {
+	boolean := func(name string, dst *bool) {
+		a, ok := attrs[name]
+		if !ok {
+			return
+		}
 		v, d := a.Expr.Value(ctx)
 		diags = append(diags, d...)
-		if !d.HasErrors() {
-			v, _ = v.Unmark()
-			if v.Type() != cty.Bool || v.IsNull() || !v.IsKnown() {
-				diags = append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "always must be true or false."))
-			} else {
-				m.Always = v.True()
-			}
+		if d.HasErrors() {
+			return
 		}
+		v, _ = v.Unmark()
+		if v.Type() != cty.Bool || v.IsNull() || !v.IsKnown() {
+			diags = append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "%s must be true or false.", name))
+			return
+		}
+		*dst = v.True()
 	}
+	boolean(metaAlways, &m.Always)
+	boolean(metaRerunSafe, &m.RerunSafe)
 	if a, ok := attrs[metaUses]; ok {
 		m.Uses, diags = stringList(a, ctx, diags)
 	}

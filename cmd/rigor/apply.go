@@ -40,28 +40,87 @@ func newApplyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				var locked *engine.ErrLocked
 				switch {
+				case errors.Is(err, engine.ErrClosed):
+					return &exitError{code: exitClosed, msg: err.Error()}
 				case errors.As(err, &locked):
-					return &exitError{code: 1, msg: err.Error()}
+					return &exitError{code: exitError1, msg: err.Error()}
 				case errors.Is(err, engine.ErrPlanChanged), errors.Is(err, engine.ErrInputsChanged):
-					return &exitError{code: 1, msg: err.Error()}
+					return &exitError{code: exitError1, msg: err.Error()}
 				}
 				return err
 			}
-			fmt.Fprintf(g.stdout, "campaign %s: %s%s\n", p.Campaign.Name, sum.Status, countsText(sum.Counts))
-			if sum.Reason != "" {
-				fmt.Fprintf(g.stdout, "reason: %s\n", sum.Reason)
-			}
-			fmt.Fprintf(g.stdout, "state: %s (verify with `rigor verify --state %s`)\n", state, state)
-			if sum.Status != "completed" && sum.Status != "closed" {
-				return &exitError{code: exitStopped}
-			}
-			return nil
+			return &exitError{code: renderApply(g, p.Campaign.Name, args[0], state, sum)}
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "state directory (created on first apply)")
 	cmd.Flags().IntVar(&parallelism, "parallelism", 4, "most steps running at once (steps sharing a `uses` resource never overlap)")
 	a.bind(cmd)
 	return cmd
+}
+
+// renderApply prints how the apply ended, loudly when the incumbent may not be
+// serving, and returns the exit code that says the same.
+func renderApply(g *globals, name, campaign, state string, sum *engine.Summary) int {
+	w := g.stdout
+	red := func(s string) string {
+		if isTerminal(w) {
+			return "\x1b[1;31m" + s + "\x1b[0m"
+		}
+		return s
+	}
+	status := sum.Status
+	if sum.Cause != "" {
+		status += " (" + sum.Cause + ")"
+	}
+	if sum.Status == engine.EndRestoreFailed {
+		status = red("RESTORE FAILED")
+	}
+	fmt.Fprintf(w, "campaign %s: %s%s\n", name, status, countsText(sum.Counts))
+	if sum.Reason != "" {
+		fmt.Fprintf(w, "reason: %s\n", sum.Reason)
+	}
+	code := exitOK
+	switch sum.Status {
+	case engine.EndHeld:
+		code = exitHeld
+		fmt.Fprintf(w, "held: the incumbent was restored; `rigor plan apply %s --state %s` continues with what has not run (in a new outage window), `rigor close --state %s --reason \"...\"` closes it\n", campaign, state, state)
+	case engine.EndRestoreFailed:
+		code = exitRestoreFailed
+		for _, f := range sum.RestoreFailures {
+			fmt.Fprintln(w, red("restore failed: "+f))
+		}
+		fmt.Fprintln(w, red("THE OUTAGE IS STILL OPEN: the incumbent may not be serving."))
+		fmt.Fprintf(w, "by hand: check the incumbent (its container or process, its endpoint's health), bring it back if it is down, then run `rigor plan apply %s --state %s`: it retries the restore before anything else. `rigor status --state %s` shows the failed checks.\n", campaign, state, state)
+	}
+	if o := sum.Outage; o != nil {
+		switch {
+		case o.Open:
+			fmt.Fprintf(w, "outage: window %d OPEN for %s of its %s budget\n", o.Window, o.Elapsed.Truncate(time.Second), o.Budget)
+		default:
+			fmt.Fprintf(w, "outage: window %d closed after %s of its %s budget\n", o.Window, o.Elapsed.Truncate(time.Second), o.Budget)
+		}
+		if o.Overrun {
+			fmt.Fprintln(w, red(fmt.Sprintf("OUTAGE OVERRUN: the incumbent was out of service for %s, %s over the %s budget", o.Elapsed.Truncate(time.Second), (o.Elapsed-o.Budget).Truncate(time.Second), o.Budget)))
+			if code == exitOK || code == exitHeld {
+				code = exitOverrun
+			}
+		}
+	}
+	if sum.EvidenceError != "" {
+		fmt.Fprintln(w, red("EVIDENCE INCOMPLETE: "+sum.EvidenceError))
+		switch {
+		case sum.Rescue != "":
+			fmt.Fprintf(w, "journal records the state directory could not take were written to %s; the journal on disk is a verifiable prefix of them\n", sum.Rescue)
+		case len(sum.Unwritten) > 0:
+			fmt.Fprintf(g.stderr, "journal records that could not be written anywhere (%d), as JSON lines:\n", len(sum.Unwritten))
+			for _, l := range sum.Unwritten {
+				g.stderr.Write(l)
+			}
+		}
+	}
+	fmt.Fprintf(w, "state: %s (verify with `rigor verify --state %s`, report with `rigor report --state %s`)\n", state, state, state)
+	fmt.Fprintf(w, "journal head %s (keep it: `rigor verify --head` checks that no record up to it was cut or rewritten)\n", engine.Head{Seq: sum.HeadSeq, SHA256: sum.HeadSHA256})
+	return code
 }
 
 func countsText(c map[engine.Status]int) string {
@@ -165,6 +224,8 @@ func observer(g *globals) func(engine.Event) {
 			ev.Msg(msg)
 		case "outage", "note":
 			l.Warn().Str("outage", e.Outage.String()).Msg(e.Message)
+		case "alert":
+			l.Error().Str("outage", e.Outage.String()).Msg(e.Message)
 		case "progress":
 			view.update(e.Addr, e.Progress, clock())
 		}

@@ -49,7 +49,7 @@ func TestCrashRecovery(t *testing.T) {
 			rerun := exec.Command(bin, args...)
 			rerun.Env = cmd.Env
 			out, err := rerun.CombinedOutput()
-			if code := rerun.ProcessState.ExitCode(); code != 0 && code != exitStopped {
+			if code := rerun.ProcessState.ExitCode(); code != 0 && code != exitHeld {
 				t.Fatalf("rerun exited %d (%v):\n%s", code, err, out)
 			}
 			after, err := os.ReadFile(journal)

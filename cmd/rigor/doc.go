@@ -1,6 +1,6 @@
 /*
 Command rigor runs measurement campaigns on LLM serving stacks: it validates, shows,
-graphs, applies and amends HCL campaign plans, reports status, verifies the evidence
+graphs, applies and amends HCL campaign plans, reports status, verifies and signs the evidence
 of a state directory, writes reports, and serves the built-in simulator.
 
 stdout carries results; logs and progress go to stderr. Each command file registers

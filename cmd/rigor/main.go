@@ -20,11 +20,16 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
-// Exit codes.
+// Exit codes, documented in the README ("Exit codes") and tested in
+// testdata/script/lifecycle.txtar.
 const (
-	exitOK      = 0
-	exitError1  = 1
-	exitStopped = 3 // the campaign ran but stopped, was deferred or interrupted
+	exitOK            = 0
+	exitError1        = 1
+	exitUsage         = 2
+	exitHeld          = 3 // stopped, deferred or interrupted; the incumbent was restored; apply again to continue
+	exitRestoreFailed = 4 // an always-step (restore) failed: the outage is open
+	exitOverrun       = 5 // the incumbent was restored, but the outage outlasted its budget
+	exitClosed        = 6 // apply on a closed campaign: nothing ran
 )
 
 type globals struct {

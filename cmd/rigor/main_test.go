@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -15,12 +18,37 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// exitcodeCmd: exitcode N CMD ARGS... runs CMD and fails unless it exits with N:
+// the exit codes are a documented contract, not just "non-zero".
+func exitcodeCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("exitcode: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
 // TestScripts runs the CLI end to end from txtar scripts in testdata/script.
 func TestScripts(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:  "testdata/script",
+		Cmds: scriptCmds,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("QUICKSTART", filepath.Join(root, "examples", "quickstart", "campaign.hcl"))
 			// Sim targets are server processes that outlive `plan apply`: each script

@@ -144,49 +144,35 @@ func renderValue(key string, v cty.Value) string {
 	return strings.TrimSpace(string(b))
 }
 
-// outageFit sums the hard bounds of the steps inside the outage and compares them
-// with what the budget leaves after the reserve.
+// outageFit applies the engine's start rule to the worst case: every step inside
+// the outage takes its full bound (its timeout, or its step type's default), one
+// after the other. It names the steps the rule would defer.
 func outageFit(p *plans.Plan) string {
-	o := p.Campaign.Outage
-	if o == nil {
+	f := p.Forecast()
+	if p.Campaign.Outage == nil {
 		return "outage: none declared"
 	}
-	begin := -1
-	var inside time.Duration
-	var unbounded, lastFit []string
-	for i, inst := range p.Instances {
-		if begin < 0 && inst.Meta.Outage == "begin" {
-			begin = i
-		}
-		if begin < 0 || inst.Meta.Always {
-			continue
-		}
-		if inst.Meta.Timeout == 0 {
-			unbounded = append(unbounded, inst.Addr)
-		}
-		inside += inst.Meta.Timeout
-		if inside <= o.Budget-o.Reserve {
-			lastFit = append(lastFit, inst.Addr)
-		}
-		if inst.Meta.Outage == "end" {
-			break
-		}
-	}
-	avail := o.Budget - o.Reserve
-	s := fmt.Sprintf("outage: budget %s, reserve %s for restore, %s usable", o.Budget, o.Reserve, avail)
-	if begin < 0 {
+	s := fmt.Sprintf("outage: budget %s, reserve %s for restore (the always-steps may take %s together), %s usable",
+		f.Budget, f.Reserve, f.Always, f.Budget-plans.StartReserve(f.Reserve, f.Always))
+	if f.Opener == "" {
 		return s + "; no step opens it (outage = \"begin\")"
 	}
-	s += fmt.Sprintf("\n  opened by %s; hard bounds of the steps inside sum to %s", p.Instances[begin].Addr, inside)
-	if len(unbounded) > 0 {
-		s += fmt.Sprintf(" (%d step(s) use their type's default bound)", len(unbounded))
+	var inside time.Duration
+	for _, st := range f.Inside {
+		inside += st.Bound
 	}
-	if inside <= avail {
+	s += fmt.Sprintf("\n  opened by %s; worst case, every step at its bound (defaults included): %d step(s) inside take %s, then restore %s = %s of %s",
+		f.Opener, len(f.Inside), inside, f.Always, f.Worst, f.Budget)
+	if len(f.Deferred) == 0 {
 		return s + "\n  fits: every step inside can run to its bound and still leave the reserve"
 	}
-	last := "none"
-	if len(lastFit) > 0 {
-		last = lastFit[len(lastFit)-1]
+	s += fmt.Sprintf("\n  does not fit: at worst case the engine would defer %d step(s) (a later apply runs them in a new outage window):", len(f.Deferred))
+	for i, d := range f.Deferred {
+		if i == 8 {
+			s += fmt.Sprintf("\n    and %d more", len(f.Deferred)-i)
+			break
+		}
+		s += fmt.Sprintf("\n    %s: %s", d.Addr, d.Reason)
 	}
-	return s + fmt.Sprintf("\n  does not fit at worst case: steps after %s start only if the outage clock leaves room; the rest would be deferred", last)
+	return s
 }

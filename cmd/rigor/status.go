@@ -30,18 +30,36 @@ func newStatusCmd(g *globals) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}
-			fmt.Fprintf(g.stdout, "plan sha256 %s, %d amendment(s), %d journal records\n", st.PlanSHA256, st.Amendments, st.Records)
+			red := func(s string) string {
+				if isTerminal(g.stdout) {
+					return "\x1b[1;31m" + s + "\x1b[0m"
+				}
+				return s
+			}
+			switch st.Lifecycle {
+			case engine.LifecycleRestoreFailed:
+				fmt.Fprintln(g.stdout, red("RESTORE FAILED: "+st.EndReason))
+				fmt.Fprintln(g.stdout, red("the next `rigor plan apply` on this state retries the restore before anything else"))
+			case engine.LifecycleHeld:
+				fmt.Fprintf(g.stdout, "CAMPAIGN HELD (%s): %s\n", st.Cause, st.EndReason)
+				fmt.Fprintf(g.stdout, "apply again to continue with what has not run, or `rigor close --state %s --reason \"...\"`\n", state)
+			case engine.LifecycleClosed:
+				fmt.Fprintf(g.stdout, "campaign closed (%s) %s\n", st.Ended, st.EndReason)
+			case engine.LifecycleRunning:
+				if len(st.Running) > 0 {
+					fmt.Fprintf(g.stdout, "RUNNING OR CRASHED: attempts without an end record: %v; the next apply recovers them\n", st.Running)
+				} else {
+					fmt.Fprintln(g.stdout, "running, or the last apply died between steps; the next apply recovers it")
+				}
+			}
 			switch {
 			case st.OutageOpen:
-				fmt.Fprintf(g.stdout, "OUTAGE OPEN since %s (%s ago)\n", st.OutageSince.Format(time.RFC3339), time.Since(*st.OutageSince).Truncate(time.Second))
+				fmt.Fprintln(g.stdout, red(fmt.Sprintf("OUTAGE OPEN (window %d) since %s (%s ago)", st.OutageWindow, st.OutageSince.Format(time.RFC3339), time.Since(*st.OutageSince).Truncate(time.Second))))
 			default:
 				fmt.Fprintln(g.stdout, "no outage open")
 			}
-			if st.Ended != "" {
-				fmt.Fprintf(g.stdout, "campaign ended: %s %s\n", st.Ended, st.EndReason)
-			} else if len(st.Running) > 0 {
-				fmt.Fprintf(g.stdout, "attempts without an end record (running, or the apply died): %v\n", st.Running)
-			}
+			fmt.Fprintf(g.stdout, "plan sha256 %s, %d amendment(s), %d journal records\n", st.PlanSHA256, st.Amendments, st.Records)
+			fmt.Fprintf(g.stdout, "journal head %s\n", st.Head)
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "STEP\tSTATUS\tCLASS\tATTEMPTS\tMESSAGE")
 			for _, s := range st.Steps {
@@ -61,37 +79,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
-}
-
-func newVerifyCmd(g *globals) *cobra.Command {
-	var state string
-	cmd := &cobra.Command{
-		Use:   "verify --state DIR",
-		Short: "Re-hash every artefact, walk the journal's hash chain, report every discrepancy",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if state == "" {
-				return &exitError{code: 2, msg: "--state is required"}
-			}
-			problems, err := engine.Verify(state)
-			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
-			}
-			if len(problems) == 0 {
-				st, _ := engine.ReadStatus(state)
-				n := 0
-				if st != nil {
-					n = st.Records
-				}
-				fmt.Fprintf(g.stdout, "verified: %s — journal chain intact (%d records), every artefact matches its recorded sha256\n", state, n)
-				return nil
-			}
-			for _, p := range problems {
-				fmt.Fprintf(g.stdout, "%s: %s\n", p.Path, p.Problem)
-			}
-			return &exitError{code: 1, msg: fmt.Sprintf("%d problem(s) in %s", len(problems), state)}
-		},
-	}
-	cmd.Flags().StringVar(&state, "state", "", "state directory")
-	return cmd
 }

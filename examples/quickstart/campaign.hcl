@@ -83,13 +83,15 @@ step "exec" "oracle" {
   inputs        = ["fixtures/oracle.txt"]
   failure_class = "gate"
   timeout       = "30s"
+  rerun_safe    = true # reads a file; safe to run again after a crash
 }
 
 # On a real host the incumbent is already running; on the simulator we start it.
 step "deploy" "incumbent" {
-  target  = target.incumbent
-  phase   = "setup"
-  timeout = "1m"
+  target     = target.incumbent
+  phase      = "setup"
+  timeout    = "1m"
+  rerun_safe = true # deploying again converges on the same target
 }
 
 step "block" "pilot" {
@@ -103,6 +105,9 @@ step "block" "pilot" {
   timeout     = "2m"
   uses        = ["gpu"]
   depends_on  = [step.deploy.incumbent]
+  # A pilot interrupted by a crash runs again with new request IDs; the interrupted
+  # attempt's records stay in the evidence. Measured blocks are never re-sent.
+  rerun_safe = true
 }
 
 # Seed 001: counts targeting a fixed block time, rounded up to a multiple of the
@@ -115,14 +120,16 @@ step "freeze" "counts" {
 }
 
 step "deploy" "candidate" {
-  target  = target.candidate
-  outage  = "begin"
-  timeout = "1m"
+  target     = target.candidate
+  outage     = "begin"
+  timeout    = "1m"
+  rerun_safe = true
 }
 
 step "deploy" "incumbent_again" {
-  target  = target.incumbent
-  timeout = "1m"
+  target     = target.incumbent
+  timeout    = "1m"
+  rerun_safe = true
 }
 
 matrix "primary" {

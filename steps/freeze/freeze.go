@@ -3,6 +3,7 @@ package freeze
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
@@ -14,6 +15,8 @@ import (
 type Step struct{}
 
 var _ engine.Step = Step{}
+var _ engine.DefaultTimeout = Step{}
+var _ engine.RerunSafe = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"values": &hcldec.AttrSpec{Name: "values", Type: cty.DynamicPseudoType, Required: true},
@@ -26,6 +29,13 @@ func (Step) Spec() hcldec.ObjectSpec { return spec }
 func (Step) OutputType() cty.Type {
 	return cty.Object(map[string]cty.Type{"values": cty.DynamicPseudoType})
 }
+
+// DefaultTimeout bounds a step that only computes, so the outage clock can count it.
+func (Step) DefaultTimeout() time.Duration { return time.Minute }
+
+// RerunSafe: recomputing the values after an interrupted attempt sends nothing and
+// gives the same values from the same inputs.
+func (Step) RerunSafe() bool { return true }
 
 // Run writes values.json and returns the values as outputs.
 func (Step) Run(_ context.Context, sc *engine.StepContext) engine.Result {

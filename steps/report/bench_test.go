@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,16 +63,27 @@ func makeBenchState(tb testing.TB, dir string, n int) {
 	planJSON, err := plans.CanonicalJSON(map[string]any{"campaign": map[string]any{"name": "bench"}, "instances": insts})
 	must(err)
 	must(os.MkdirAll(filepath.Join(dir, "plan"), 0o755))
-	must(os.WriteFile(filepath.Join(dir, "plan", "plan.json"), planJSON, 0o644))
+	// The plan files and their hashes in the plan_frozen record, as freeze writes them.
+	var manifest engine.Manifest
+	var planFiles []engine.Artefact
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"plan.json", planJSON}, {"plan.sha256", []byte(plans.SHA256Hex(planJSON) + "\n")}} {
+		name, b := f.name, f.b
+		must(os.WriteFile(filepath.Join(dir, "plan", name), b, 0o644))
+		a := engine.Artefact{Path: "plan/" + name, Size: int64(len(b)), SHA256: plans.SHA256Hex(b)}
+		planFiles = append(planFiles, a)
+		manifest.Artefacts = append(manifest.Artefacts, engine.ManifestEntry{Artefact: a})
+	}
 	clock := engine.NewFakeClock(time.Date(2026, 10, 22, 2, 0, 0, 0, time.UTC))
 	j, err := engine.OpenJournal(filepath.Join(dir, engine.JournalFile), clock)
 	must(err)
 	defer j.Close()
-	_, err = j.Append(engine.Record{Kind: engine.KindPlanFrozen, PlanSHA256: plans.SHA256Hex(planJSON)})
+	_, err = j.Append(engine.Record{Kind: engine.KindPlanFrozen, PlanSHA256: plans.SHA256Hex(planJSON), Artefacts: planFiles})
 	must(err)
 	rng := rand.New(rand.NewPCG(1, 2))
 	per := n / len(blocks)
-	var manifest engine.Manifest
 	for bi, b := range blocks {
 		if bi == len(blocks)-1 {
 			per = n - per*(len(blocks)-1)
@@ -125,8 +137,10 @@ func makeBenchState(tb testing.TB, dir string, n int) {
 	}
 	_, err = j.Append(engine.Record{Kind: engine.KindCampaignEnd, Status: "completed"})
 	must(err)
+	// manifest.json as the engine writes it: sorted by path, newline-terminated.
+	sort.Slice(manifest.Artefacts, func(a, b int) bool { return manifest.Artefacts[a].Path < manifest.Artefacts[b].Path })
 	mb, _ := json.MarshalIndent(manifest, "", "  ")
-	must(os.WriteFile(filepath.Join(dir, engine.ManifestFile), mb, 0o644))
+	must(os.WriteFile(filepath.Join(dir, engine.ManifestFile), append(mb, '\n'), 0o644))
 }
 
 func must(tb testing.TB, err error) {

@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// recover decides what this apply does, from where the campaign stood:
+//   - after a crash (running), it closes the attempts the dead apply left open,
+//     closes an outage its restore had already ended, re-reads the targets it had
+//     deployed, and goes on where it stopped; an interrupted step is re-run only if
+//     the plan says it is safe to, otherwise the campaign is restored and held;
+//   - after a failed restore, it retries the restore before anything else and holds;
+//   - on a held campaign, it runs what is left in a new outage window, re-running
+//     the deploys the restore undid.
+//
+// The always-steps are armed again in every apply.
+func (r *run) recover(prev Lifecycle) {
+	for _, inst := range r.plan.Instances {
+		if inst.Meta.Always {
+			delete(r.terminal, inst.Addr)
+		}
+	}
+	switch prev {
+	case LifecycleRestoreFailed:
+		r.restoreOnly = true
+		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRestoreRetry, ClassCrash
+		r.stopReason = "the previous apply's restore failed; it was retried before anything else, and the campaign is held for review"
+		r.append(Record{Kind: KindRecovery, Message: "restore failed in the previous apply: retrying the always-steps (restore) first; nothing else runs"})
+		r.event(Event{Kind: "alert", Message: "the previous restore failed and the outage is still open: retrying restore before anything else"})
+	case LifecycleRunning:
+		r.recoverCrash()
+	case LifecycleHeld:
+		r.continueHeld()
+	}
+}
+
+// recoverCrash handles a journal whose last apply never wrote campaign_end.
+func (r *run) recoverCrash() {
+	open := append([]*attemptRecord(nil), r.st.openRuns...)
+	sort.Slice(open, func(i, j int) bool { return open[i].start.Seq < open[j].start.Seq })
+	var interrupted []string
+	reachedAlways := false
+	for _, a := range open {
+		// Whatever the dead attempt wrote is hashed now, as it was found, so the
+		// evidence of a crash is covered like any other.
+		arts, _ := hashArtefacts(r.opts.StateDir, filepath.Join(r.opts.StateDir, filepath.FromSlash(a.start.Dir)))
+		rec := r.append(Record{
+			Kind: KindStepEnd, Step: a.start.Step, Attempt: a.n, Dir: a.start.Dir, Artefacts: arts,
+			Status: StatusInterrupted, Class: ClassCrash,
+			Message: "the previous apply stopped during this attempt (crash or kill); every record it wrote is kept as it was found",
+		})
+		a.end = &rec
+		r.addHistory(rec, cty.NilVal)
+		inst, ok := r.plan.Instance(a.start.Step)
+		if !ok {
+			continue
+		}
+		switch {
+		case inst.Meta.Always:
+			reachedAlways = true
+		case r.rerunSafe(inst):
+		default:
+			interrupted = append(interrupted, inst.Addr)
+		}
+		if !inst.Meta.Always {
+			r.terminal[inst.Addr] = &rec
+		}
+	}
+	// Did the dead apply reach its always-steps? Then it had finished or stopped:
+	// what is left is the restore, not the campaign.
+	allAlwaysDone := true
+	for _, rec := range r.j.Records() {
+		if rec.Seq <= r.st.lastApply || rec.Kind != KindStepStart {
+			continue
+		}
+		if inst, ok := r.plan.Instance(rec.Step); ok && inst.Meta.Always {
+			reachedAlways = true
+		}
+	}
+	if reachedAlways {
+		for _, inst := range r.plan.Instances {
+			if inst.Meta.Always && !r.succeededSince(inst.Addr, r.st.lastApply) {
+				allAlwaysDone = false
+			}
+		}
+	}
+	r.closeOutageFromEvidence()
+	msg := fmt.Sprintf("the previous apply ended without closing the campaign: %d attempt(s) left open", len(open))
+	switch {
+	case reachedAlways && allAlwaysDone && !r.outageView().Open:
+		// Everything but the campaign_end was done: nothing runs again.
+		for _, inst := range r.plan.Instances {
+			if inst.Meta.Always {
+				r.parked[inst.Addr] = true
+			}
+		}
+		r.parkRest()
+		msg += "; its always-steps had all succeeded, so the campaign is only closed or held now"
+	case reachedAlways:
+		r.restoreOnly = true
+		r.parkRest()
+		msg += "; it had reached its always-steps, so only they run now"
+	case len(interrupted) > 0:
+		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRecovered, ClassCrash
+		r.stopReason = fmt.Sprintf("%s was interrupted when the previous apply died; every record it wrote is kept and counted, and it is not re-sent (declare rerun_safe = true to allow a re-run); apply again to continue without it", strings.Join(interrupted, ", "))
+		msg += "; " + r.stopReason
+	default:
+		for _, a := range open {
+			if inst, ok := r.plan.Instance(a.start.Step); ok && r.rerunSafe(inst) {
+				delete(r.terminal, inst.Addr)
+			}
+		}
+		if err := r.refresh(); err != nil {
+			r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRecovered, ClassIdentity
+			r.stopReason = err.Error()
+			msg += "; " + err.Error()
+		} else {
+			msg += "; the targets it deployed are as the journal left them, so the campaign goes on"
+		}
+	}
+	r.append(Record{Kind: KindRecovery, Message: msg, Pid: os.Getpid()})
+	r.event(Event{Kind: "note", Message: msg})
+}
+
+// parkRest leaves every unsettled non-always step for a later apply.
+func (r *run) parkRest() {
+	for _, inst := range r.plan.Instances {
+		if !inst.Meta.Always && !r.settled(inst.Addr) {
+			r.parked[inst.Addr] = true
+		}
+	}
+}
+
+// succeededSince reports whether addr has a succeeded step_end after record seq.
+func (r *run) succeededSince(addr string, seq int) bool {
+	for _, rec := range r.j.Records() {
+		if rec.Seq > seq && rec.Kind == KindStepEnd && rec.Step == addr && rec.Status == StatusSucceeded {
+			return true
+		}
+	}
+	return false
+}
+
+// closeOutageFromEvidence closes an outage whose restore (the always-step ending
+// it) succeeded after it began, when the apply died before writing outage_end.
+func (r *run) closeOutageFromEvidence() {
+	if !r.outageView().Open {
+		return
+	}
+	var begin int
+	for _, rec := range r.j.Records() {
+		if rec.Kind == KindOutageBegin {
+			begin = rec.Seq
+		}
+	}
+	for _, rec := range r.j.Records() {
+		if rec.Seq <= begin || rec.Kind != KindStepEnd || rec.Status != StatusSucceeded {
+			continue
+		}
+		if inst, ok := r.plan.Instance(rec.Step); ok && inst.Meta.Always && inst.Meta.Outage == "end" {
+			r.closeOutage(inst.Addr, rec.Time, fmt.Sprintf("closed from the evidence of %s attempt %d, which succeeded before the previous apply died", rec.Step, rec.Attempt))
+			return
+		}
+	}
+}
+
+// refresh re-reads every target a crashed apply had put in place, as Terraform
+// refreshes state before planning: for each key, the latest instance that
+// succeeded. A target that changed while no apply ran is never reused.
+func (r *run) refresh() error {
+	latest := map[string]*plans.Instance{}
+	var keys []string
+	for _, e := range r.historyView() {
+		inst, ok := r.plan.Instance(e.Addr)
+		if !ok || e.Status != StatusSucceeded {
+			continue
+		}
+		rf, ok := r.reg[inst.Type].(Refresher)
+		if !ok {
+			continue
+		}
+		cfg, _, _, err := r.inputsOf(inst)
+		if err != nil {
+			continue
+		}
+		unmarked, _ := cfg.UnmarkDeep()
+		key := rf.RefreshKey(unmarked)
+		if _, seen := latest[key]; !seen {
+			keys = append(keys, key)
+		}
+		latest[key] = inst
+	}
+	var problems []string
+	for _, key := range keys {
+		inst := latest[key]
+		cfg, _, _, _ := r.inputsOf(inst)
+		unmarked, _ := cfg.UnmarkDeep()
+		ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+		err := r.reg[inst.Type].(Refresher).Refresh(ctx, unmarked, r.outputs[inst.Addr])
+		cancel()
+		rec := Record{Kind: KindRefresh, Step: inst.Addr, Status: StatusSucceeded, Message: "in place as recorded: " + key}
+		if err != nil {
+			rec.Status, rec.Class, rec.Message = StatusFailed, ClassIdentity, err.Error()
+			problems = append(problems, fmt.Sprintf("%s: %v", inst.Addr, err))
+		}
+		r.append(rec)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("refresh: the world no longer matches the journal, and a changed target is never reused: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// continueHeld makes a held campaign's remaining steps runnable again: those held
+// back by the stop, deferred for the budget, or interrupted and safe to re-run.
+// The restore at the end of the last apply undid what the deploys had put in
+// place, so the nearest deploy (any Refresher) above each remaining step runs again.
+func (r *run) continueHeld() {
+	var again []string
+	for _, inst := range r.plan.Instances {
+		rec := r.terminal[inst.Addr]
+		if inst.Meta.Always || rec == nil {
+			continue
+		}
+		if r.heldBack(inst, rec) || r.mayRerun(inst, rec) {
+			again = append(again, inst.Addr)
+		}
+	}
+	for _, a := range again {
+		delete(r.terminal, a)
+	}
+	redeploy := map[string]bool{}
+	for _, a := range again {
+		inst := r.instance(a)
+		if _, isRefresher := r.reg[inst.Type].(Refresher); isRefresher {
+			continue
+		}
+		for _, anc := range r.nearestRefreshers(inst) {
+			if rec := r.terminal[anc]; rec != nil && rec.Status == StatusSucceeded {
+				redeploy[anc] = true
+			}
+		}
+	}
+	for a := range redeploy {
+		delete(r.terminal, a)
+	}
+	msg := fmt.Sprintf("continuing a held campaign: %d step(s) to run", len(again))
+	if len(redeploy) > 0 {
+		names := slices.Sorted(func(yield func(string) bool) {
+			for a := range redeploy {
+				if !yield(a) {
+					return
+				}
+			}
+		})
+		msg += fmt.Sprintf(", after running again %s, which the restore undid", strings.Join(names, ", "))
+	}
+	r.append(Record{Kind: KindRecovery, Message: msg})
+	r.event(Event{Kind: "note", Message: msg})
+}
+
+// nearestRefreshers walks up the dependencies of inst and returns, on each path,
+// the first instance of a Refresher type: the step that put in place what inst
+// runs against.
+func (r *run) nearestRefreshers(inst *plans.Instance) []string {
+	var out []string
+	seen := map[string]bool{}
+	queue := append([]string(nil), inst.DependsOn...)
+	for len(queue) > 0 {
+		a := queue[0]
+		queue = queue[1:]
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		dep := r.instance(a)
+		if dep == nil || dep.Meta.Always {
+			continue
+		}
+		if _, ok := r.reg[dep.Type].(Refresher); ok {
+			out = append(out, a)
+			continue
+		}
+		queue = append(queue, dep.DependsOn...)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,572 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// loop starts every step that may start, waits for one to finish, and repeats
+// until nothing is left.
+func (r *run) loop() error {
+	for {
+		if err := r.schedule(); err != nil {
+			return err
+		}
+		if len(r.running) == 0 {
+			if r.allSettled() {
+				return nil
+			}
+			// Nothing runs and nothing can start: the remaining steps wait on each
+			// other, which the plan's acyclic graph rules out. Say so rather than hang.
+			var left []string
+			for _, inst := range r.plan.Instances {
+				if !r.settled(inst.Addr) {
+					left = append(left, inst.Addr)
+				}
+			}
+			return fmt.Errorf("internal: scheduler stalled with %d unsettled step(s): %s", len(left), strings.Join(left, ", "))
+		}
+		select {
+		case res := <-r.results:
+			r.finish(res)
+		case <-r.ctxDone():
+			r.noteInterrupt()
+		}
+	}
+}
+
+func (r *run) ctxDone() <-chan struct{} {
+	if r.interrupted {
+		return nil
+	}
+	return r.ctx.Done()
+}
+
+func (r *run) noteInterrupt() {
+	if r.interrupted {
+		return
+	}
+	r.interrupted = true
+	cause := context.Cause(r.ctx)
+	sig := "interrupt"
+	if cause != nil {
+		sig = cause.Error()
+	}
+	if r.stopped == notStopped {
+		r.stopped, r.stopCause, r.stopReason, r.stopClass = stopInterrupt, CauseInterrupted, "interrupted by "+sig, ClassInterrupted
+	}
+	r.append(Record{Kind: KindInterrupt, Signal: sig, Message: "running steps cancelled; always-steps run next"})
+	r.event(Event{Kind: "note", Message: "interrupt received (" + sig + "): cancelling running steps, then running always-steps (restore)"})
+}
+
+// allSettled: every instance has a record of this apply's outcome or is parked.
+func (r *run) allSettled() bool {
+	for _, inst := range r.plan.Instances {
+		if !r.settled(inst.Addr) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *run) settled(addr string) bool {
+	if r.parked[addr] {
+		return true
+	}
+	_, ok := r.terminal[addr]
+	return ok
+}
+
+// usable reports whether a settled dependency lets its dependents run.
+func (r *run) usable(rec *Record) bool {
+	return rec.Status == StatusSucceeded || (rec.Status == StatusFailed && rec.Policy == PolicyRecord)
+}
+
+func (r *run) schedule() error {
+	if r.ctx.Err() != nil && !r.interrupted {
+		r.noteInterrupt()
+	}
+	for _, inst := range r.plan.Instances {
+		if inst.Meta.Always || r.settled(inst.Addr) || r.stopped == notStopped {
+			continue
+		}
+		if _, running := r.running[inst.Addr]; !running {
+			r.settleUnrun(inst)
+		}
+	}
+	// claimed holds the resources of running steps and of earlier steps still
+	// waiting, so a later step never overtakes an earlier one it clashes with.
+	var claimed [][]string
+	for _, inst := range r.running {
+		claimed = append(claimed, inst.Meta.Uses)
+	}
+	for _, inst := range r.plan.Instances {
+		if r.settled(inst.Addr) {
+			continue
+		}
+		if _, ok := r.running[inst.Addr]; ok {
+			continue
+		}
+		if inst.Meta.Always && r.nonAlwaysPending() {
+			continue // always-steps run last, after everything else has settled
+		}
+		ready := true
+		for _, d := range inst.DependsOn {
+			rec, ok := r.terminal[d]
+			if !ok {
+				ready = false
+				break
+			}
+			if !inst.Meta.Always && !r.usable(rec) {
+				r.settleBlocked(inst, d, rec)
+				ready = false
+				break
+			}
+		}
+		if !ready || r.settled(inst.Addr) {
+			if !r.settled(inst.Addr) {
+				claimed = append(claimed, inst.Meta.Uses)
+			}
+			continue
+		}
+		if len(r.running) >= r.opts.Parallelism || clashes(inst.Meta.Uses, claimed) {
+			claimed = append(claimed, inst.Meta.Uses)
+			continue
+		}
+		if r.start(inst) {
+			claimed = append(claimed, inst.Meta.Uses)
+		}
+		if !inst.Meta.Always && (r.stopped != notStopped || r.settled(inst.Addr)) {
+			// A failed start or a deferral changed what may run: look again.
+			return r.schedule()
+		}
+	}
+	return nil
+}
+
+func (r *run) nonAlwaysPending() bool {
+	for _, inst := range r.plan.Instances {
+		if !inst.Meta.Always && !r.settled(inst.Addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// clashes: a step with no declared uses is exclusive and clashes with everything.
+func clashes(uses []string, claimed [][]string) bool {
+	for _, c := range claimed {
+		if len(uses) == 0 || len(c) == 0 {
+			return true
+		}
+		for _, a := range uses {
+			for _, b := range c {
+				if a == b {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// settleUnrun records why a step never ran after the campaign stopped. A continued
+// campaign runs it, unless a dependency can never be used.
+func (r *run) settleUnrun(inst *plans.Instance) {
+	if r.restoreOnly {
+		r.parked[inst.Addr] = true
+		return
+	}
+	r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusBlocked, Class: r.stopClass, Message: "not started: " + r.stopReason, BlockedBy: r.stopReason})
+}
+
+// settleBlocked records that a dependency cannot be used. A deferred dependency
+// defers its dependents with it: they may run in a later outage window.
+func (r *run) settleBlocked(inst *plans.Instance, dep string, rec *Record) {
+	status := StatusBlocked
+	if rec.Status == StatusDeferred {
+		status = StatusDeferred
+	}
+	r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: status, Class: rec.Class,
+		Message: fmt.Sprintf("not started: dependency %s is %s", dep, rec.Status), BlockedBy: dep})
+}
+
+func (r *run) settle(inst *plans.Instance, rec Record) {
+	written := r.append(rec)
+	r.terminal[inst.Addr] = &written
+	r.event(Event{Kind: "step_end", Addr: inst.Addr, Status: rec.Status, Class: rec.Class, Message: rec.Message, Always: inst.Meta.Always})
+}
+
+// start begins one attempt. It returns false when the step was settled without
+// running (deferred for the outage budget, or failed before it could start).
+func (r *run) start(inst *plans.Instance) bool {
+	step, ok := r.reg[inst.Type]
+	if !ok {
+		r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusFailed, Class: ClassInternal, Message: fmt.Sprintf("internal: no step type %q registered", inst.Type)})
+		return false
+	}
+	timeout := r.plan.Bound(inst)
+	opens := inst.Meta.Outage == "begin" && !r.outageView().Open
+	if !inst.Meta.Always && (r.outageView().Open || opens) && r.plan.Campaign.Outage != nil {
+		view := r.outageView()
+		if opens {
+			view.Elapsed = 0
+		}
+		if timeout > view.Available() {
+			r.deferred = true
+			msg := fmt.Sprintf("deferred: %s needs up to %s but only %s remain before the %s kept for restore", inst.Addr, timeout, max(0, view.Available()).Truncate(time.Second), view.Reserve)
+			r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusDeferred, Class: ClassOutageBudget, Message: msg,
+				ElapsedS: view.Elapsed.Seconds(), BudgetS: view.Budget.Seconds(), ReserveS: view.Reserve.Seconds()})
+			return false
+		}
+	}
+	h := r.st.steps[inst.Addr]
+	if h == nil {
+		h = &stepHistory{}
+		r.st.steps[inst.Addr] = h
+	}
+	attempt := len(h.attempts) + 1
+	dir := attemptDir(inst.Addr, attempt)
+	cfg, files, deps, err := r.inputsOf(inst)
+	var sum string
+	var parts *InputParts
+	if err == nil {
+		sum, parts, err = inputsHash(cfg, files, deps)
+	}
+	var digests map[string]string
+	var pinProblem *Result
+	if err == nil {
+		digests, pinProblem = r.checkPinned(inst, cfg)
+	}
+	if opens {
+		r.openOutage(inst)
+	}
+	startRec := r.append(Record{Kind: KindStepStart, Step: inst.Addr, Attempt: attempt, Dir: filepath.ToSlash(dir), InputsSHA256: sum, Inputs: parts, Pinned: digests})
+	a := &attemptRecord{n: attempt, start: &startRec}
+	h.attempts = append(h.attempts, a)
+	r.event(Event{Kind: "step_start", Addr: inst.Addr, Attempt: attempt, Always: inst.Meta.Always})
+	now := r.opts.Clock.Now()
+	fail := func(res Result) bool {
+		r.running[inst.Addr] = inst
+		r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
+		return true
+	}
+	// An always-step (restore) runs even when an input cannot be hashed, a pinned
+	// input changed or evidence cannot be written: bringing the incumbent back
+	// matters more than a clean record. The problem is still its failure, folded
+	// in after it ran.
+	var alwaysProblem *Result
+	if err != nil {
+		res := Failed(ClassConfig, "cannot evaluate inputs: %v", err)
+		if !inst.Meta.Always || cfg == cty.NilVal {
+			return fail(res)
+		}
+		alwaysProblem = &res
+	}
+	if pinProblem != nil {
+		if !inst.Meta.Always {
+			return fail(*pinProblem)
+		}
+		alwaysProblem = pinProblem
+	}
+	if r.evidenceErr != nil && !inst.Meta.Always {
+		return fail(Failed(ClassEvidenceWrite, "not started: %v", r.evidenceErr))
+	}
+	absDir := filepath.Join(r.opts.StateDir, dir)
+	mkErr := os.MkdirAll(absDir, 0o755)
+	if mkErr != nil {
+		werr := fmt.Errorf("%w: attempt directory %s: %v", ErrEvidenceWrite, dir, mkErr)
+		r.evidenceFailed(werr)
+		if !inst.Meta.Always {
+			return fail(Failed(ClassEvidenceWrite, "%v", werr))
+		}
+	}
+	var rescued string
+	if inst.Meta.Always && r.evidenceErr != nil {
+		// The restore runs anyway; its receipt goes where it can be written, and the
+		// step_end says where.
+		tmp, terr := os.MkdirTemp(r.opts.RescueDir, "rigor-"+safeSegment(r.plan.Campaign.Name)+"-"+safeSegment(inst.Addr)+"-*")
+		if terr == nil {
+			absDir, rescued = tmp, tmp
+			r.event(Event{Kind: "alert", Addr: inst.Addr, Message: fmt.Sprintf("%s runs although the state directory cannot take evidence; its artefacts go to %s", inst.Addr, tmp)})
+		}
+	}
+	parent := r.ctx
+	if inst.Meta.Always {
+		// Restore must not be cancelled by the interrupt that sent us to it.
+		parent = context.WithoutCancel(r.ctx)
+	}
+	stepCtx, cancel := context.WithCancel(parent)
+	if timeout > 0 {
+		stepCtx, cancel = context.WithTimeout(parent, timeout)
+	}
+	unmarked, _ := cfg.UnmarkDeep()
+	pinned := map[string]string{}
+	for name := range digests {
+		pinned[name] = r.pinned[name]
+	}
+	sc := &StepContext{
+		Addr: inst.Addr, Instance: inst, Config: unmarked, Campaign: r.plan.Campaign.Name, Attempt: attempt,
+		Dir: absDir, BaseDir: r.plan.BaseDir, StateDir: r.opts.StateDir, InputsSHA256: sum, Clock: r.opts.Clock,
+		Log:       r.opts.Log.With().Str("step", inst.Addr).Logger(),
+		Progress:  func(p Progress) { r.opts.Observe(Event{Kind: "progress", Addr: inst.Addr, Progress: p}) },
+		Outage:    r.outageView,
+		History:   r.historyView,
+		Pinned:    pinned,
+		RerunSafe: r.rerunSafe(inst),
+	}
+	r.running[inst.Addr] = inst
+	done := make(chan Result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- Failed(ClassInternal, "step panicked: %v\n%s", p, debug.Stack())
+			}
+		}()
+		done <- step.Run(stepCtx, sc)
+	}()
+	go func() {
+		defer cancel()
+		var res Result
+		select {
+		case res = <-done:
+		case <-stepCtx.Done():
+			select {
+			case res = <-done:
+			case <-time.After(r.opts.Grace):
+				res = Failed(ClassTimeout, "step did not return within %s after its context ended; abandoned so restore can run", r.opts.Grace)
+			}
+		}
+		if res.Status == "" {
+			res.Status = StatusSucceeded
+		}
+		if res.Status != StatusSucceeded && res.Class == "" {
+			switch {
+			case errors.Is(stepCtx.Err(), context.DeadlineExceeded):
+				res.Class = ClassTimeout
+				if res.Message == "" {
+					res.Message = fmt.Sprintf("hard bound %s exceeded", timeout)
+				}
+			case parent.Err() != nil:
+				res.Status, res.Class = StatusInterrupted, ClassInterrupted
+			default:
+				res.Class = ClassInternal
+			}
+		}
+		if res.Status == StatusFailed && res.Class == ClassInterrupted {
+			res.Status = StatusInterrupted
+		}
+		if alwaysProblem != nil && res.Status == StatusSucceeded {
+			res = Result{Status: StatusFailed, Class: alwaysProblem.Class, Outputs: res.Outputs,
+				Message: alwaysProblem.Message + " (the step itself ran and succeeded)"}
+		}
+		if rescued != "" {
+			res.Message = strings.TrimSpace(res.Message + " (its artefacts were written to " + rescued + ": the state directory could not take them)")
+		}
+		r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
+	}()
+	return true
+}
+
+// openOutage records the beginning of an outage window.
+func (r *run) openOutage(inst *plans.Instance) {
+	o := r.plan.Campaign.Outage
+	r.outageMu.Lock()
+	r.window++
+	w := r.window
+	r.outageMu.Unlock()
+	rec := r.append(Record{Kind: KindOutageBegin, Step: inst.Addr, Window: w, BudgetS: o.Budget.Seconds(), ReserveS: o.Reserve.Seconds()})
+	r.outageMu.Lock()
+	r.outageOpen, r.outageBegin = true, rec.Time
+	r.outageMu.Unlock()
+	msg := "outage opened by " + inst.Addr
+	if w > 1 {
+		msg = fmt.Sprintf("outage window %d opened by %s", w, inst.Addr)
+	}
+	r.event(Event{Kind: "outage", Message: msg})
+}
+
+// closeOutage records the end of the open outage window at t; an outage that
+// outlasted its budget is an overrun, said loudly.
+func (r *run) closeOutage(by string, t time.Time, note string) {
+	r.outageMu.Lock()
+	elapsed := t.Sub(r.outageBegin)
+	w := r.window
+	r.outageMu.Unlock()
+	budget := r.budget()
+	over := elapsed > budget
+	o := r.plan.Campaign.Outage
+	r.append(Record{Kind: KindOutageEnd, Step: by, Window: w, ElapsedS: elapsed.Seconds(), BudgetS: budget.Seconds(), ReserveS: o.Reserve.Seconds(), Overrun: over, Message: note})
+	r.outageMu.Lock()
+	r.outageOpen = false
+	r.lastOutage = &OutageResult{Window: w, Elapsed: elapsed, Budget: budget, Overrun: over}
+	r.outageMu.Unlock()
+	msg := fmt.Sprintf("outage closed by %s after %s", by, elapsed.Truncate(time.Second))
+	if note != "" {
+		msg += " (" + note + ")"
+	}
+	r.event(Event{Kind: "outage", Message: msg, Outage: OutageView{}})
+	if over {
+		r.event(Event{Kind: "alert", Message: fmt.Sprintf("OUTAGE OVERRUN: the incumbent was out of service for %s, over the %s budget", elapsed.Truncate(time.Second), budget)})
+	}
+}
+
+func (r *run) finish(rr runResult) {
+	inst := rr.inst
+	delete(r.running, inst.Addr)
+	res := rr.res
+	absDir := filepath.Join(r.opts.StateDir, rr.dir)
+	arts, err := hashArtefacts(r.opts.StateDir, absDir)
+	if err != nil {
+		res.Message += fmt.Sprintf(" (its artefacts could not all be hashed: %v)", err)
+	}
+	var outJSON, outType json.RawMessage
+	if res.Outputs != cty.NilVal {
+		conv, cerr := convert.Convert(res.Outputs, inst.OutputType())
+		if cerr != nil {
+			res = Failed(ClassInternal, "step returned outputs that do not fit its declared type: %v", cerr)
+		} else {
+			res.Outputs = conv
+			var eerr error
+			outJSON, outType, eerr = encodeOutputs(conv)
+			if eerr != nil {
+				res = Failed(ClassInternal, "step outputs cannot be encoded: %v", eerr)
+			}
+		}
+	}
+	if res.Status == StatusSucceeded && res.Outputs == cty.NilVal {
+		res.Outputs = cty.NullVal(inst.OutputType())
+	}
+	rec := Record{
+		Kind: KindStepEnd, Step: inst.Addr, Attempt: rr.attempt, Dir: filepath.ToSlash(rr.dir),
+		Status: res.Status, Class: res.Class, Message: res.Message, Outputs: outJSON, OutputsType: outType,
+		Artefacts: arts, DurationS: r.opts.Clock.Now().Sub(rr.start).Seconds(),
+	}
+	if res.Status == StatusFailed {
+		rec.Policy = policyFor(res.Class, inst.Meta.OnFailure)
+	}
+	written := r.append(rec)
+	for _, a := range r.st.steps[inst.Addr].attempts {
+		if a.n == rr.attempt {
+			a.end = &written
+		}
+	}
+	r.addHistory(written, res.Outputs)
+	r.terminal[inst.Addr] = &written
+	if res.Status == StatusSucceeded || written.Policy == PolicyRecord {
+		if res.Outputs != cty.NilVal {
+			r.outputs[inst.Addr] = res.Outputs
+			r.evalDirty = true
+		}
+	}
+	r.event(Event{Kind: "step_end", Addr: inst.Addr, Attempt: rr.attempt, Status: res.Status, Class: res.Class, Message: res.Message, Duration: time.Duration(rec.DurationS * float64(time.Second)), Always: inst.Meta.Always})
+	// The manifest grows by this step's entries; the journal is read for it once per
+	// apply, not once per step. It is an index the journal can rebuild, so a failure
+	// to write it is only noted.
+	if r.manifest == nil {
+		fixed, err := planArtefacts(r.opts.StateDir)
+		if err == nil {
+			r.manifest = append(fixed, stepEntries(r.j.Records())...)
+		}
+	} else {
+		r.manifest = append(r.manifest, endEntries(written)...)
+	}
+	if r.manifest != nil {
+		if err := writeManifestEntries(r.opts.StateDir, r.manifest); err != nil {
+			r.evidenceFailed(fmt.Errorf("%w: manifest: %v", ErrEvidenceWrite, err))
+		}
+	}
+	switch {
+	case res.Status == StatusSucceeded && inst.Meta.Outage == "end" && r.outageView().Open:
+		r.closeOutage(inst.Addr, r.opts.Clock.Now(), "")
+	case res.Status == StatusInterrupted && !inst.Meta.Always:
+		if r.stopped == notStopped {
+			r.stopped, r.stopCause, r.stopClass = stopInterrupt, CauseInterrupted, ClassInterrupted
+			r.stopReason = "interrupted during " + inst.Addr
+		}
+	case res.Status == StatusFailed && written.Policy != PolicyRecord && !inst.Meta.Always:
+		if r.stopped == notStopped {
+			r.stopped, r.stopCause, r.stopClass = stopFailure, CauseStopped, res.Class
+			r.stopReason = fmt.Sprintf("%s failed (%s): %s", inst.Addr, res.Class, firstLine(res.Message))
+		}
+	}
+}
+
+func (r *run) writeManifest() error {
+	fixed, err := planArtefacts(r.opts.StateDir)
+	if err != nil {
+		return fmt.Errorf("%w: manifest: %v", ErrEvidenceWrite, err)
+	}
+	if err := writeManifestEntries(r.opts.StateDir, append(fixed, stepEntries(r.j.Records())...)); err != nil {
+		return fmt.Errorf("%w: manifest: %v", ErrEvidenceWrite, err)
+	}
+	return nil
+}
+
+// inputsOf evaluates an instance's configuration with the outputs known so far and
+// lists the files and dependency outputs that go into its hash.
+func (r *run) inputsOf(inst *plans.Instance) (cty.Value, []string, map[string]cty.Value, error) {
+	if r.evalDirty || r.evalCtx == nil {
+		ctx, diags := r.plan.Context(r.outputs)
+		if diags.HasErrors() {
+			return cty.NilVal, nil, nil, diags
+		}
+		r.evalCtx, r.evalDirty = ctx, false
+	}
+	cfg, diags := inst.Evaluate(r.evalCtx)
+	if diags.HasErrors() {
+		return cty.NilVal, nil, nil, diags
+	}
+	if !plans.IsWholeKnown(cfg) {
+		return cty.NilVal, nil, nil, fmt.Errorf("configuration still waits for other steps %s", plans.UnknownText(markSet(cfg)))
+	}
+	var files []string
+	if fi, ok := r.reg[inst.Type].(FileInputs); ok {
+		unmarked, _ := cfg.UnmarkDeep()
+		for _, f := range fi.Files(unmarked) {
+			if !filepath.IsAbs(f) {
+				f = filepath.Join(r.plan.BaseDir, f)
+			}
+			files = append(files, f)
+		}
+		sort.Strings(files)
+	}
+	deps := map[string]cty.Value{}
+	for _, d := range inst.DependsOn {
+		if v, ok := r.outputs[d]; ok {
+			deps[d] = v
+		}
+	}
+	return cfg, files, deps, nil
+}
+
+func markSet(v cty.Value) cty.ValueMarks {
+	_, pvm := v.UnmarkDeepWithPaths()
+	out := make(cty.ValueMarks)
+	for _, p := range pvm {
+		for m := range p.Marks {
+			out[m] = struct{}{}
+		}
+	}
+	return out
+}
+
+func convertOutputs(v cty.Value, inst *plans.Instance) (cty.Value, error) {
+	out, err := convert.Convert(v, inst.OutputType())
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("outputs of %s in the journal do not fit its output type: %w", inst.Addr, err)
+	}
+	return out, nil
+}
