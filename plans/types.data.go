@@ -27,6 +27,7 @@ var dataSchemas = map[string]*hcl.BodySchema{
 		"sim_gpus", "sim_power_limit_watts",
 		"gpu_interval",                                // GPU sampling interval during a block (default "1s")
 		"sim_power_drift_at", "sim_power_drift_watts", // sim: every limit becomes drift_watts this long after the GPUs first appear
+		"sim_dir", // sim runtime: absolute directory of its container state (default: the user's runtime or cache dir)
 	),
 	blockTarget: attrSchema(
 		"host", "runtime", "container", "image", "endpoint", "metrics", "model",
@@ -34,6 +35,7 @@ var dataSchemas = map[string]*hcl.BodySchema{
 		"health_path", "health_timeout", "command", "env", "ports", "mounts", "shm_size", "gpus",
 		"running_metric", "waiting_metric", "preflight", "protected_files",
 		"memory", "cpus", "labels", // docker runtime: container limits and labels
+		"identity_header", // response header naming the incarnation that answered; "" disables
 	),
 	blockWorkload: attrSchema(
 		"corpus", "corpus_seed", "nominal_context", "prefixes", "api",

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,14 +23,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs the quickstart 20 times; skipped with -short")
 	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(t.TempDir(), "rigor")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Dir(file)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin, root := buildRigor(t)
 	campaign := filepath.Join(root, "examples", "quickstart", "campaign.hcl")
 	for i, killAt := range []int{2, 5, 8, 12, 17, 24, 31, 40, 52, 63} {
 		t.Run(fmt.Sprintf("after_%d_records", killAt), func(t *testing.T) {
@@ -40,7 +32,9 @@ func TestCrashRecovery(t *testing.T) {
 				"--var", fmt.Sprintf("port=%d", 18700+i), "--var", "time_scale=0.002", "--var", "block_seconds=0.05"}
 			journal := filepath.Join(state, engine.JournalFile)
 
+			sandbox := simSandbox(t)
 			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), sandbox)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
@@ -53,6 +47,7 @@ func TestCrashRecovery(t *testing.T) {
 			}
 
 			rerun := exec.Command(bin, args...)
+			rerun.Env = cmd.Env
 			out, err := rerun.CombinedOutput()
 			if code := rerun.ProcessState.ExitCode(); code != 0 && code != exitHeld {
 				t.Fatalf("rerun exited %d (%v):\n%s", code, err, out)
@@ -105,6 +100,13 @@ func TestCrashRecovery(t *testing.T) {
 // the process ended by itself first.
 func waitAndKill(t *testing.T, cmd *exec.Cmd, journal string, n int) bool {
 	t.Helper()
+	return waitAndKillWhen(t, cmd, journal, fmt.Sprintf("%d records", n), func(b []byte) bool { return bytes.Count(b, []byte("\n")) >= n })
+}
+
+// waitAndKillWhen SIGKILLs cmd once the journal's bytes satisfy when (described by
+// what). It reports false when the process ended by itself first.
+func waitAndKillWhen(t *testing.T, cmd *exec.Cmd, journal, what string, when func([]byte) bool) bool {
+	t.Helper()
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	deadline := time.After(60 * time.Second)
@@ -115,10 +117,10 @@ func waitAndKill(t *testing.T, cmd *exec.Cmd, journal string, n int) bool {
 		case <-deadline:
 			_ = cmd.Process.Kill()
 			<-done
-			t.Fatalf("journal never reached %d records", n)
+			t.Fatalf("the journal never showed %s", what)
 		default:
 		}
-		if b, err := os.ReadFile(journal); err == nil && strings.Count(string(b), "\n") >= n {
+		if b, err := os.ReadFile(journal); err == nil && when(b) {
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			<-done
 			return true

@@ -31,6 +31,10 @@ var commandExamples = map[string]string{
 	"rigor fmt": `  rigor fmt examples/quickstart/campaign.hcl
   rigor fmt --check examples/   # non-zero if a file is not in canonical style`,
 	"rigor sim":       `  rigor sim serve --profile incumbent --listen 127.0.0.1:18080`,
+	"rigor sim ps": `  rigor sim ps          # the simulator servers campaigns left running
+  rigor sim ps --all --json`,
+	"rigor sim stop": `  rigor sim stop quickstart-candidate
+  rigor sim stop --all`,
 	"rigor sim serve": `  rigor sim serve --profile flare --listen 127.0.0.1:18080 --time-scale 0.01`,
 }
 

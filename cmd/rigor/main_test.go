@@ -62,6 +62,15 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("QUICKSTART", filepath.Join(root, "examples", "quickstart", "campaign.hcl"))
 			env.Setenv("FLARE", filepath.Join(root, "examples", "flare-wave1", "campaign.hcl"))
+			// Sim targets are server processes that outlive `plan apply`: each script
+			// keeps them under its own work directory, and they stop when it ends.
+			run := filepath.Join(env.WorkDir, "run")
+			env.Setenv("XDG_RUNTIME_DIR", run)
+			env.Defer(func() {
+				if err := stopSims(run); err != nil {
+					env.T().Fatal(err)
+				}
+			})
 			return nil
 		},
 	})

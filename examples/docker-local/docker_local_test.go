@@ -309,6 +309,9 @@ func TestCampaignEndToEnd(t *testing.T) {
 			Name string `json:"name"`
 			OK   bool   `json:"ok"`
 		} `json:"checks"`
+		NotCompared []struct {
+			Name string `json:"name"`
+		} `json:"not_compared"`
 		WithinBudget bool `json:"within_budget"`
 	}
 	readJSON(t, filepath.Join(r.state, end(t, recs, "restore.incumbent").Dir, "receipt.json"), &receipt)
@@ -323,10 +326,14 @@ func TestCampaignEndToEnd(t *testing.T) {
 		}
 		checked[c.Name] = true
 	}
+	// discovery.json is in campaign.frozen: pinned at freeze, compared at restore.
 	for _, want := range []string{"container identity", "image identity", "health", "protected file"} {
 		if !checked[want] {
 			t.Errorf("receipt lacks the %q check: %+v", want, receipt.Checks)
 		}
+	}
+	if len(receipt.NotCompared) > 0 {
+		t.Errorf("a pinned protected file reported as not compared: %+v", receipt.NotCompared)
 	}
 	// And the engine agrees: the incumbent runs, the candidate is stopped, not removed.
 	inc, err := api.ContainerInspect(ctx, r.prefix+"-incumbent")
@@ -464,5 +471,89 @@ func TestUnreachableHost(t *testing.T) {
 	}
 	if !strings.Contains(out, url) {
 		t.Errorf("the apply output does not name %s:\n%s", url, out)
+	}
+}
+
+// TestContainerChangedBetweenBlocks: the second block is held to what the first one
+// saw. A restart between them is a new incarnation; a signal that leaves the same
+// incarnation running is still an intervention the engine's events show.
+func TestContainerChangedBetweenBlocks(t *testing.T) {
+	api := requireDocker(t)
+	cases := map[string]struct {
+		act   func(ctx context.Context, api *client.Client, name string) error
+		class engine.FailureClass
+		want  func(before, after string) []string
+	}{
+		"restarted": {
+			act: func(ctx context.Context, api *client.Client, name string) error {
+				return api.ContainerRestart(ctx, name, container.StopOptions{})
+			},
+			class: engine.ClassIdentity,
+			want: func(before, after string) []string {
+				return []string{"block.a (attempt 1) recorded", "incarnation " + before + " → " + after}
+			},
+		},
+		"signalled": {
+			// SIGWINCH: the server ignores it and runs on, same incarnation.
+			act: func(ctx context.Context, api *client.Client, name string) error {
+				return api.ContainerKill(ctx, name, "WINCH")
+			},
+			class: engine.ClassIdentity,
+			want: func(before, after string) []string {
+				return []string{"the engine reported kill on container", "signal 28", "since block.a (attempt 1)"}
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := newRun(t, api)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cname := r.prefix + "-between"
+			var before, after string
+			acted := make(chan error, 1)
+			go func() {
+				journal := filepath.Join(r.state, engine.JournalFile)
+				for ctx.Err() == nil {
+					if b, err := os.ReadFile(journal); err == nil && strings.Contains(string(b), `"step":"exec.pause"`) {
+						c, err := api.ContainerInspect(ctx, cname)
+						if err == nil {
+							before = c.ID + "@" + c.State.StartedAt
+							err = tc.act(ctx, api, cname)
+						}
+						if c, ierr := api.ContainerInspect(ctx, cname); ierr == nil {
+							after = c.ID + "@" + c.State.StartedAt
+						}
+						acted <- err
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				acted <- ctx.Err()
+			}()
+			code, out := r.apply(ctx, "testdata/between.hcl", fmt.Sprintf("port=%d", freePort(t)))
+			if err := <-acted; err != nil {
+				t.Fatalf("act on the container: %v\n%s", err, out)
+			}
+			if code == 0 {
+				t.Fatalf("apply succeeded although the container was %s between the blocks:\n%s", name, out)
+			}
+			recs := r.journal()
+			if a := end(t, recs, "block.a"); a.Status != engine.StatusSucceeded || outputs(t, a)["incarnation"] != before {
+				t.Fatalf("block.a: %s %s, incarnation %v (container was %s)", a.Status, a.Message, outputs(t, a)["incarnation"], before)
+			}
+			b := end(t, recs, "block.b")
+			if b.Status != engine.StatusFailed || b.Class != tc.class {
+				t.Fatalf("block.b: %s (%s) %s; want failed (%s)", b.Status, b.Class, b.Message, tc.class)
+			}
+			for _, w := range tc.want(before, after) {
+				if !strings.Contains(b.Message, w) {
+					t.Errorf("block.b message lacks %q: %s", w, b.Message)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(r.state, b.Dir, "requests.jsonl")); err == nil {
+				t.Error("block.b sent requests although its identity gate failed")
+			}
+		})
 	}
 }

@@ -38,8 +38,9 @@ var spec = hcldec.ObjectSpec{
 	"native_interval": &hcldec.AttrSpec{Name: "native_interval", Type: cty.String},
 }
 
-// Outputs of a block: what a freeze step or a report derives from.
-var outputType = cty.Object(map[string]cty.Type{
+// Outputs of a block: what a freeze step or a report derives from, and the identity
+// it measured (identityOutputs, identity.go), which the next block is held to.
+var outputType = cty.Object(mergeTypes(map[string]cty.Type{
 	"concurrency":            cty.Number,
 	"requests":               cty.Number,
 	"succeeded":              cty.Number,
@@ -47,7 +48,7 @@ var outputType = cty.Object(map[string]cty.Type{
 	"elapsed_s":              cty.Number,
 	"seconds_per_request":    cty.Number,
 	"aggregate_output_tok_s": cty.Number,
-})
+}, identityOutputs))
 
 // Spec is the schema of a block step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
@@ -69,6 +70,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
+	lc.IdentityHeader = t.IdentityHeader
 	gates := gateList(cfg.GetAttr("gates"))
 	before, res := checkGates(ctx, sc, t, gates)
 	if res != nil {
@@ -113,7 +115,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if after == nil {
 		after = gpuRes
 	}
-	outputs := outputsOf(result)
+	outputs := withIdentity(outputsOf(result), before)
 	failed := result.Requests - result.Outcomes[loadgen.OK]
 	sc.Log.Info().Int("ok", result.Outcomes[loadgen.OK]).Int("failed", failed).
 		Float64("tok_s", result.AggregateOutputTokS).Float64("wall_s", result.WallS).Msg("block finished")

@@ -8,4 +8,21 @@
 // length exhaustion) is class "record": kept in its denominator, the campaign goes
 // on. Missing terminal metadata, an incomplete block (hard bound), undrained
 // requests, a failed gate or a restarted target stop the campaign.
+//
+// Identity held end to end (identity.go): before any request, whatever its gates,
+// the target's container must run, not OOM-killed, and be the container, image and
+// incarnation that the latest deploy, identity or restore and the previous block on
+// the same endpoint recorded (engine.StepContext.History); on Docker the engine's
+// oom, die and kill events since then count too. A mismatch is class identity
+// (oom, restart for those events) and nothing is sent. The block's outputs carry
+// the identity it measured and when it last confirmed it (checked_at), so the next
+// block is held to it. A sim target with no container (a bare server in tests) has
+// nothing to hold unless a record or an identity gate says it must.
+//
+// Takeover detection (takeover.go): during the run every response names who
+// answered (the target's identity_header, kept per request as served_by), and
+// after it the block re-asks /v1/models and compares the native counters scraped
+// before and after. A response from another incarnation, a changed model list or a
+// counter that went backwards is class identity; the records stay, the block fails,
+// and identity.json says what was seen.
 package block

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/promscrape"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
@@ -18,6 +20,16 @@ type beforeState struct {
 	incarnation  string
 	restartCount int
 	metrics      *promscrape.Snapshot
+	// seen is the container's identity, checked against the records the block is
+	// held to (identity.go); nil when the target has no container to inspect.
+	seen *target.Seen
+	// who answered the probe before the run (takeover.go).
+	probe probeResult
+	// checkedAt is when the checks before the run began; confirmed is set by
+	// afterBlock to when the checks after it began, once they passed (a pointer:
+	// beforeState travels by value, and Run reads it back for the outputs).
+	checkedAt time.Time
+	confirmed *time.Time
 }
 
 // gateList flattens the gates attribute (a list of gate objects).
@@ -33,10 +45,14 @@ func gateList(v cty.Value) []cty.Value {
 	return out
 }
 
-// checkGates runs every gate before the block and writes gates.json. Any failed
-// check is the stop-class failure "gate".
+// checkGates runs every gate before the block and writes gates.json. Before any
+// declared gate, and whatever the gates say, the target's container is held to its
+// records: it must run, not OOM-killed, and be the container, image and incarnation
+// that the arm's deploy, identity or restore step and the previous block on the same
+// endpoint recorded, with no resource error since (class identity, oom or restart).
+// A failed declared check is the stop-class failure "gate".
 func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, gates []cty.Value) (beforeState, *engine.Result) {
-	var st beforeState
+	st := beforeState{confirmed: new(time.Time)}
 	type check struct {
 		Gate   string `json:"gate"`
 		Check  string `json:"check"`
@@ -53,27 +69,48 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 	pass := func(gate, name, format string, args ...any) {
 		checks = append(checks, check{gate, name, true, fmt.Sprintf(format, args...)})
 	}
-	if t.Runtime == "sim" {
-		if info, err := sim.GetHost(t.Host).Inspect(t.Container); err == nil {
-			st.incarnation = info.Incarnation
+	idGate, idRequired := "runtime", false
+	for _, g := range gates {
+		if target.Bool(g, "identity") {
+			idGate, idRequired = target.Str(g, "name"), true
+			break
 		}
 	}
-	if t.Runtime == target.RuntimeDocker {
-		// The incarnation before the block is what afterBlock compares with; a target
-		// that cannot be inspected now cannot be vouched for after either.
-		ictx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		id, err := target.Inspect(ictx, t)
-		cancel()
-		if err != nil {
-			return st, fail(engine.ClassIdentity, "runtime", "identity", "%v", err)
+	// The windows in which the engine's events are read overlap rather than leave a
+	// gap: this one starts before the checks below end the previous one.
+	st.checkedAt = time.Now()
+	setup, prev := heldRecords(sc, t.Endpoint)
+	// A sim target with no container (a bare server under test) has nothing to hold,
+	// unless a gate or a record says it must have one; docker always has one.
+	id, err := inspect(ctx, t)
+	switch {
+	case err != nil && (t.Runtime == target.RuntimeDocker || idRequired || setup != nil || prev != nil):
+		return st, fail(engine.ClassIdentity, idGate, "identity", "container %s: %v", t.Container, err)
+	case err != nil:
+	case id.OOMKilled:
+		return st, fail(engine.ClassOOM, idGate, "identity", "container %s was OOM-killed", t.Container)
+	case !id.Running():
+		return st, fail(engine.ClassIdentity, idGate, "identity", "container %s is %s (exit code %d), not running: another deploy took its place, or it stopped",
+			t.Container, id.Status, id.ExitCode)
+	default:
+		now := target.SeenNow(t, id)
+		st.seen, st.incarnation, st.restartCount = &now, id.Incarnation, id.RestartCount
+		compared, f := checkHeld(ctx, sc, t, now)
+		if f != nil {
+			return st, fail(f.class, idGate, "identity", "%s", f.message)
 		}
-		if id.OOMKilled {
-			return st, fail(engine.ClassOOM, "runtime", "identity", "container %s was OOM-killed", t.Container)
+		held := "no earlier record on this endpoint"
+		if len(compared) > 0 {
+			held = "the same as " + strings.Join(compared, " and ")
 		}
-		if !id.Running() {
-			return st, fail(engine.ClassIdentity, "runtime", "identity", "container %s is %s (exit code %d), not running", t.Container, id.Status, id.ExitCode)
-		}
-		st.incarnation, st.restartCount = id.Incarnation, id.RestartCount
+		pass(idGate, "identity", "container %s (%.12s) running image %s, incarnation %s: %s", t.Container, id.ContainerID, id.ImageID, id.Incarnation, held)
+	}
+	// Who answers the endpoint: on the sim runtime, the incarnation the server names
+	// must be the container's, or another server holds the port.
+	st.probe = probe(ctx, t)
+	if st.seen != nil && t.Runtime == target.RuntimeSim && t.IdentityHeader != "" && st.probe.Answered && st.probe.Incarnation != st.seen.Incarnation {
+		return st, fail(engine.ClassIdentity, idGate, "identity", "%s is answered by incarnation %q, not by container %s (incarnation %s): another server holds the endpoint",
+			t.Endpoint, st.probe.Incarnation, t.Container, st.seen.Incarnation)
 	}
 	for _, g := range gates {
 		name := target.Str(g, "name")
@@ -84,22 +121,6 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 				return st, fail(engine.ClassGate, name, "health", "%v", err)
 			}
 			pass(name, "health", "%s%s answered 2xx", t.Endpoint, t.HealthPath)
-		}
-		if target.Bool(g, "identity") && t.Runtime == "sim" {
-			info, err := sim.GetHost(t.Host).Inspect(t.Container)
-			if err != nil {
-				return st, fail(engine.ClassIdentity, name, "identity", "container %s: %v", t.Container, err)
-			}
-			if info.Status != sim.StatusRunning {
-				return st, fail(engine.ClassIdentity, name, "identity", "container %s is %s, not running: another deploy took its place, or it stopped", t.Container, info.Status)
-			}
-			if info.OOMKilled {
-				return st, fail(engine.ClassOOM, name, "identity", "container %s was OOM-killed", t.Container)
-			}
-			pass(name, "identity", "container %s incarnation %s", t.Container, info.Incarnation)
-		}
-		if target.Bool(g, "identity") && t.Runtime == target.RuntimeDocker {
-			pass(name, "identity", "container %s running, not OOM-killed, incarnation %s", t.Container, st.incarnation)
 		}
 		if target.Bool(g, "idle") {
 			snap, err := promscrape.Scrape(ctx, t.Metrics)
@@ -123,8 +144,17 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 	return st, nil
 }
 
+// inspect returns the identity of the target's container, bounded.
+func inspect(ctx context.Context, t target.Target) (docker.Identity, error) {
+	ictx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	return target.Inspect(ictx, t)
+}
+
 // afterBlock scrapes native metrics, computes counter deltas, and checks that the
-// target drained and was not restarted during the block.
+// container was not restarted, stopped or OOM-killed during the block, that the stack
+// that answered is the one the block was held to (takeover.go), and that the target
+// drained.
 func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *engine.Result {
 	ctx := context.WithoutCancel(context.Background())
 	var snap *promscrape.Snapshot
@@ -144,32 +174,31 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if t.Runtime == "sim" && before.incarnation != "" {
-		info, ierr := sim.GetHost(t.Host).Inspect(t.Container)
-		switch {
-		case ierr != nil:
-			r := engine.Failed(engine.ClassIdentity, "container %s disappeared during the block: %v", t.Container, ierr)
-			return &r
-		case info.OOMKilled:
-			r := engine.Failed(engine.ClassOOM, "container %s was OOM-killed during the block", t.Container)
-			return &r
-		case info.Incarnation != before.incarnation:
-			r := engine.Failed(engine.ClassRestart, "container %s restarted during the block (incarnation %s, was %s)", t.Container, info.Incarnation, before.incarnation)
-			return &r
+	if err == nil {
+		_ = os.WriteFile(sc.Path("native-after.prom"), snap.Raw, 0o644)
+		if before.metrics != nil {
+			_ = writeJSON(sc.Path("native-deltas.json"), promscrape.Delta(before.metrics, snap))
 		}
 	}
-	if t.Runtime == target.RuntimeDocker && before.incarnation != "" {
-		if r := dockerAfter(t, before, err != nil); r != nil {
-			return r
-		}
+	// The container first (the more specific class), then who answered the requests.
+	// checked is taken first, so the next block's event window overlaps this one's.
+	checked := time.Now()
+	runtimeFailure := runtimeAfter(t, before, err != nil)
+	takeover := checkTakeover(sc, t, before, snap)
+	switch {
+	case runtimeFailure != nil && takeover != nil:
+		runtimeFailure.Message += "; " + takeover.Message
+		return runtimeFailure
+	case runtimeFailure != nil:
+		return runtimeFailure
+	case takeover != nil:
+		return takeover
+	case before.seen != nil:
+		*before.confirmed = checked
 	}
 	if err != nil {
 		sc.Log.Warn().Err(err).Msg("native metrics unavailable after the block")
 		return nil
-	}
-	_ = os.WriteFile(sc.Path("native-after.prom"), snap.Raw, 0o644)
-	if before.metrics != nil {
-		_ = writeJSON(sc.Path("native-deltas.json"), promscrape.Delta(before.metrics, snap))
 	}
 	running, _ := snap.Sum(t.RunningMetric)
 	waiting, _ := snap.Sum(t.WaitingMetric)
@@ -180,9 +209,37 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 	return nil
 }
 
+// runtimeAfter compares the container after the block with the one before: on the sim
+// runtime a container that is gone or stopped is "identity", an OOM kill "oom", a new
+// incarnation "restart"; docker is dockerAfter's.
+func runtimeAfter(t target.Target, before beforeState, unreachable bool) *engine.Result {
+	if before.incarnation == "" {
+		return nil
+	}
+	if t.Runtime == target.RuntimeDocker {
+		return dockerAfter(t, before, unreachable)
+	}
+	info, err := target.SimInspect(t)
+	var r engine.Result
+	switch {
+	case err != nil:
+		r = engine.Failed(engine.ClassIdentity, "container %s disappeared during the block: %v", t.Container, err)
+	case info.OOMKilled:
+		r = engine.Failed(engine.ClassOOM, "container %s was OOM-killed during the block", t.Container)
+	case info.Incarnation != before.incarnation:
+		r = engine.Failed(engine.ClassRestart, "container %s restarted during the block (incarnation %s, was %s)", t.Container, info.Incarnation, before.incarnation)
+	case info.Status != sim.StatusRunning:
+		r = engine.Failed(engine.ClassIdentity, "container %s stopped during the block: %s with exit code %d (incarnation %s ended)", t.Container, info.Status, info.ExitCode, before.incarnation)
+	default:
+		return nil
+	}
+	return &r
+}
+
 // dockerAfter compares a docker target's identity after a block with the one before:
-// an OOM kill is "oom"; an exit, a new incarnation or a higher restart count is
-// "restart"; a container that is gone is "identity". When the server stopped
+// an OOM kill is "oom"; a new incarnation or a higher restart count is "restart"; a
+// container that is gone or no longer running is "identity", as on the sim runtime;
+// the engine's oom, die and kill events during the block count too. When the server stopped
 // answering (unreachable), the engine may not have recorded the container's death
 // yet: it is inspected again for a few seconds before it is believed unchanged.
 func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.Result {
@@ -205,8 +262,14 @@ func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.
 	case id.RestartCount != before.restartCount:
 		r = engine.Failed(engine.ClassRestart, "container %s restarted during the block (restart count %d, was %d)", t.Container, id.RestartCount, before.restartCount)
 	case !id.Running():
-		r = engine.Failed(engine.ClassRestart, "container %s stopped during the block: %s with exit code %d (incarnation %s ended)", t.Container, id.Status, id.ExitCode, before.incarnation)
+		r = engine.Failed(engine.ClassIdentity, "container %s stopped during the block: %s with exit code %d (incarnation %s ended)", t.Container, id.Status, id.ExitCode, before.incarnation)
 	default:
+		// Inspect cannot see an OOM kill of a process inside a container that runs on,
+		// nor a signal sent to it: the engine's events during the block can.
+		if f := dockerEvents(ctx, t, before.checkedAt, "during the block"); f != nil {
+			r = engine.Failed(f.class, "%s", f.message)
+			return &r
+		}
 		return nil
 	}
 	return &r

@@ -16,6 +16,8 @@ import (
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps"
+	"github.com/rigor-bench/rigor/steps/internal/sim"
+	"github.com/rigor-bench/rigor/steps/internal/sim/simtest"
 	"github.com/rs/zerolog"
 )
 
@@ -99,6 +101,14 @@ func blockEnd(t *testing.T, name, limit, gateW, extraHost string, requests int) 
 	// The host name is the sim GPU key: make it unique per test case.
 	src = strings.ReplaceAll(src, `host "node"`, `host "node_`+name+`"`)
 	src = strings.ReplaceAll(src, `host.node`, `host.node_`+name)
+	// The sim runtime's servers live in the test's directory and stop with the test.
+	simDir := filepath.Join(dir, "sim")
+	src = strings.Replace(src, `runtime = "sim"`, fmt.Sprintf("runtime = \"sim\"\n  sim_dir = %q", simDir), 1)
+	h, err := sim.OpenHost("node_"+name, simDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simtest.Cleanup(t, h)
 	path := filepath.Join(dir, "campaign.hcl")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)

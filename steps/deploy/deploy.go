@@ -19,6 +19,8 @@ type Step struct{}
 
 var _ engine.Step = Step{}
 var _ engine.DefaultTimeout = Step{}
+var _ engine.Refresher = Step{}
+var _ engine.PinnedInputs = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"target": &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
@@ -55,12 +57,19 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	default:
 		return engine.Failed(engine.ClassConfig, "target %s: unknown runtime %q (want \"sim\" or \"docker\")", t.Name, t.Runtime)
 	}
-	h := sim.GetHost(t.Host)
+	h, err := target.SimHost(t)
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
 	spec, err := target.SimSpec(t)
 	if err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
-	if occ, ok := target.SimOccupant(h, t.Endpoint); ok && occ.Name != t.Container {
+	occ, ok, err := target.SimOccupant(h, t.Endpoint)
+	if err != nil {
+		return engine.Failed(engine.ClassHealth, "%v", err)
+	}
+	if ok && occ.Name != t.Container {
 		// The restore manifest is written before anything is touched: if the stop
 		// below half-works, restore still knows exactly what to bring back.
 		if err := WriteJSON(sc.Path("restore-manifest.json"), occ); err != nil {
@@ -127,4 +136,18 @@ func WriteJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// RefreshKey is the endpoint (on its runtime host) the deploy put a target on.
+func (Step) RefreshKey(config cty.Value) string { return target.RefreshKey(config) }
+
+// Refresh re-inspects the deployed target and compares it with the recorded outputs.
+func (Step) Refresh(ctx context.Context, config, outputs cty.Value) error {
+	return target.Refresh(ctx, config, outputs)
+}
+
+// PinnedInputs are the target's protected files: pinned at the first deploy or
+// identity check, compared at restore.
+func (Step) PinnedInputs(config cty.Value, baseDir string) (map[string]string, error) {
+	return target.Pinned(config, baseDir)
 }

@@ -3,7 +3,8 @@
 // restore manifest), then starts the target and waits for its health endpoint within
 // a bound. A health timeout is the stop-class failure "health".
 //
-// Runtimes: "sim" (simulator containers in this process) and "docker". On docker,
+// Runtimes: "sim" (simulator containers: each a server process of its own that
+// outlives the apply, its state in the host's sim_dir) and "docker". On docker,
 // the occupant is every running container that publishes the endpoint's host port;
 // restore-manifest.json holds its full docker inspect JSON (secret-looking env values
 // redacted) and is written before the occupant is stopped. The occupant is stopped,
@@ -14,4 +15,8 @@
 // same spec hash (label rigor.spec_sha256) and image ID, else it is replaced. A port
 // already taken is a config failure naming the port; a container that exits while
 // rigor waits for health is "health" ("oom" when the kernel killed it).
+//
+// The step implements engine.Refresher (a resumed apply re-inspects the deployed
+// target and compares container, image and incarnation with the recorded outputs)
+// and engine.PinnedInputs (the target's protected_files, as "file <path>").
 package deploy

@@ -20,6 +20,8 @@ type Step struct{}
 
 var _ engine.Step = Step{}
 var _ engine.DefaultTimeout = Step{}
+var _ engine.Refresher = Step{}
+var _ engine.PinnedInputs = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"target":       &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
@@ -39,6 +41,7 @@ var outputType = cty.Object(map[string]cty.Type{
 	"oom_killed":    cty.Bool,
 	"status":        cty.String,
 	"health":        cty.String,
+	"endpoint":      cty.String,
 })
 
 // Spec is the schema of an identity step body.
@@ -65,6 +68,9 @@ type Report struct {
 	Host     string          `json:"host"`
 	Identity docker.Identity `json:"identity"`
 	Checks   []Check         `json:"checks"`
+	// ProtectedFiles are the sha256 of the target's protected files, by pin name, as
+	// this check read them (the engine pins the first digest it sees).
+	ProtectedFiles map[string]string `json:"protected_files,omitempty"`
 }
 
 // Run inspects and compares.
@@ -99,8 +105,13 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 			return engine.Failed(engine.ClassIdentity, "target %s: %v", t.Name, err)
 		}
 	}
-	rep.Identity = id
 	var bad []string
+	id.Endpoint = t.Endpoint // what blocks on this target match the record by
+	rep.Identity = id
+	sums, unreadable := target.Digests(sc.BaseDir, t.ProtectedFiles)
+	if len(sums) > 0 {
+		rep.ProtectedFiles = sums
+	}
 	check := func(name, want, got string) {
 		ok := want == got
 		rep.Checks = append(rep.Checks, Check{Name: name, OK: ok, Expected: want, Actual: got})
@@ -137,6 +148,10 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if len(bad) > 0 {
 		return engine.FailedWith(engine.ClassIdentity, out, "target %s: container %s: %s", t.Name, t.Container, strings.Join(bad, "; "))
 	}
+	if unreadable != nil {
+		// A protected file that cannot be read cannot be held unchanged until restore.
+		return engine.FailedWith(engine.ClassConfig, out, "target %s: %v", t.Name, unreadable)
+	}
 	sc.Log.Info().Str("container", id.Name).Str("image", id.ImageID).Str("incarnation", id.Incarnation).Msg("identity confirmed")
 	return engine.Succeeded(out)
 }
@@ -160,6 +175,7 @@ func Value(id docker.Identity) cty.Value {
 		"oom_killed":    cty.BoolVal(id.OOMKilled),
 		"status":        cty.StringVal(id.Status),
 		"health":        cty.StringVal(id.Health),
+		"endpoint":      cty.StringVal(id.Endpoint),
 	})
 }
 
@@ -169,4 +185,18 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// RefreshKey is the endpoint (on its runtime host) whose container identity vouched for.
+func (Step) RefreshKey(config cty.Value) string { return target.RefreshKey(config) }
+
+// Refresh re-inspects the target and compares it with the recorded identity.
+func (Step) Refresh(ctx context.Context, config, outputs cty.Value) error {
+	return target.Refresh(ctx, config, outputs)
+}
+
+// PinnedInputs are the target's protected files, pinned at the first identity check
+// (or deploy) and compared at restore.
+func (Step) PinnedInputs(config cty.Value, baseDir string) (map[string]string, error) {
+	return target.Pinned(config, baseDir)
 }

@@ -7,24 +7,25 @@ import (
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
+	"github.com/rigor-bench/rigor/steps/internal/sim/simtest"
 	"github.com/rs/zerolog"
 	"github.com/zclconf/go-cty/cty"
 )
 
 // The identity step on the simulator runtime: the same comparisons as on docker.
 func TestIdentityOnSim(t *testing.T) {
-	h := sim.GetHost("identity-test")
+	h := simtest.Host(t, "identity-test")
 	if _, err := h.Create(sim.ContainerSpec{Name: "inc", Image: "sim:incumbent", Listen: "127.0.0.1:0", Config: sim.Config{TimeScale: 0.01}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Start("inc"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Stop("inc") })
 	info, _ := h.Inspect("inc")
 	tgt := func(image string) cty.Value {
 		return cty.ObjectVal(map[string]cty.Value{
-			"name": cty.StringVal("incumbent"), "host": cty.StringVal("identity-test"), "container": cty.StringVal("inc"),
+			"name": cty.StringVal("incumbent"), "container": cty.StringVal("inc"),
+			"host":  cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(h.Name()), "runtime": cty.StringVal("sim"), "sim_dir": cty.StringVal(h.Dir())}),
 			"image": cty.StringVal(image), "endpoint": cty.StringVal(info.Endpoint),
 		})
 	}
@@ -46,7 +47,8 @@ func TestIdentityOnSim(t *testing.T) {
 			sc := &engine.StepContext{Config: cfg, Dir: t.TempDir(), Log: zerolog.Nop()}
 			res := Step{}.Run(context.Background(), sc)
 			if tc.class == "" {
-				if res.Status != engine.StatusSucceeded || res.Outputs.GetAttr("container_id").AsString() != info.ID {
+				if res.Status != engine.StatusSucceeded || res.Outputs.GetAttr("container_id").AsString() != info.ID ||
+					res.Outputs.GetAttr("incarnation").AsString() != info.Incarnation || res.Outputs.GetAttr("endpoint").AsString() != info.Endpoint {
 					t.Fatalf("%+v", res)
 				}
 				return

@@ -193,6 +193,8 @@ func fastRecord(b []byte, r *loadgen.Record) error {
 			r.Outcome = loadgen.Outcome(o)
 		case "error":
 			r.Error, err = s.str()
+		case "served_by":
+			r.ServedBy, err = s.str()
 		case "finish_reason":
 			if s.null() {
 				return nil

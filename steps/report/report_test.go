@@ -440,6 +440,7 @@ func TestFastDecodeMatchesJSON(t *testing.T) {
 		[]byte(`{"id":"a\"b","index":1,"usage":null,"finish_reason":null,"outcome":"http_error","error":"HTTP 500: {\"error\":1}"}`),
 		[]byte(`{"id":"x","index":2,"usage":{"prompt_tokens":3,"completion_tokens":4,"reasoning_tokens":null,"cached_tokens":7},"end_at_ms":1.5e3,"extra":{"a":[1,2]}}`),
 		[]byte(` { "id" : "y" , "ttfo_at_ms" : -0.25 } `),
+		[]byte(`{"id":"z/1","http_status":200,"outcome":"ok","served_by":"0a1b@2026-01-01T00:00:00.5Z/pid-7"}`),
 	)
 	if len(lines) < 100 {
 		t.Fatalf("only %d records to compare", len(lines))

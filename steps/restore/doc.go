@@ -11,7 +11,15 @@
 // manifest names the exact container ID and image ID. Restore starts that container
 // by ID if it still exists, else recreates it from the manifest's inspect (exact
 // image ID; redacted env values come from the target's env), verifies the same
-// container and image ID, waits for health, re-hashes the protected files (an
-// unreadable one is named), and writes receipt.json whatever the outcome. With no
-// manifest (nothing was displaced), the target's container by name is the incumbent.
+// container and image ID, waits for health, and writes receipt.json whatever the
+// outcome. With no manifest (nothing was displaced), the target's container by name
+// is the incumbent.
+//
+// Protected files (the target's protected_files and the step's) are hashed and
+// compared with the digest the engine pinned when each was first seen
+// (engine.PinnedInputs, StepContext.Pinned). A changed or unreadable one fails the
+// restore's verification with class frozen_input_changed, naming the file and both
+// digests, after the incumbent is back. A file with no pin is recorded under
+// not_compared as "first seen at restore, nothing to compare", never as a check.
+// The step implements engine.Refresher too.
 package restore

@@ -140,7 +140,7 @@ func runDocker(ctx context.Context, sc *engine.StepContext, t target.Target, rc 
 		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
 	}
 	check("health", true, "%s%s answered 2xx", t.Endpoint, t.HealthPath)
-	if r := verifyRestored(ctx, sc, t, check); r != nil {
+	if r := verifyRestored(ctx, sc, t, rc, check); r != nil {
 		return *r
 	}
 	if id, _, err = c.Inspect(ctx, id.ContainerID); err == nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
@@ -18,27 +18,52 @@ import (
 const preflightTimeout = 2 * time.Minute
 
 // verifyRestored runs the checks that come after the incumbent answers health, the
-// same on every runtime: protected files re-hashed, then the declared preflight.
-func verifyRestored(ctx context.Context, sc *engine.StepContext, t target.Target, check checkFunc) *engine.Result {
+// same on every runtime: every protected file (the target's and the step's) hashed
+// and compared with the digest the engine pinned first (sc.Pinned), then the
+// declared preflight. A file with no pinned digest is recorded as first seen, never
+// as checked. A changed or unreadable protected file fails the restore with class
+// frozen_input_changed, naming the file and both digests; the preflight still runs
+// first, so the receipt says everything that holds.
+func verifyRestored(ctx context.Context, sc *engine.StepContext, t target.Target, rc *Receipt, check checkFunc) *engine.Result {
+	var broken []string
 	for _, f := range (Step{}).Files(sc.Config) {
-		p := f
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(sc.BaseDir, p)
-		}
-		sum, err := plans.FileSHA256(p)
-		if !check("protected file", err == nil, "%s sha256 %s (the engine compared it with the frozen hash before restore)", f, sum) {
-			r := engine.Failed(engine.ClassFrozenInputChanged, "protected file %s cannot be read: %v", f, err)
-			return &r
+		sum, err := plans.FileSHA256(target.FilePath(sc.BaseDir, f))
+		pinned, ok := sc.Pinned[target.PinName(sc.BaseDir, f)]
+		switch {
+		case err != nil:
+			check("protected file", false, "%s cannot be read: %v", f, err)
+			broken = append(broken, fmt.Sprintf("%s cannot be read: %v", f, err))
+		case !ok:
+			rc.NotCompared = append(rc.NotCompared, Unchecked{Name: "protected file",
+				Detail: fmt.Sprintf("%s sha256 %s: first seen at restore, nothing to compare", f, sum)})
+		case pinned == sum:
+			check("protected file", true, "%s sha256 %s, the digest pinned when it was first seen", f, sum)
+		default:
+			check("protected file", false, "%s changed: pinned sha256 %s, now %s", f, pinned, sum)
+			broken = append(broken, fmt.Sprintf("%s changed (pinned sha256 %s, now %s)", f, pinned, sum))
 		}
 	}
+	var preflightErr error
 	for i, argv := range preflightCommands(sc.Config) {
 		name := fmt.Sprintf("preflight-%d.txt", i+1)
 		if err := runPreflight(ctx, sc, t, argv, sc.Path(name)); err != nil {
 			check("preflight", false, "%q: %v (output in %s)", argv, err, name)
-			r := engine.Failed(engine.ClassHealth, "preflight %q failed on the restored %s: %v", argv, t.Name, err)
-			return &r
+			preflightErr = fmt.Errorf("preflight %q failed on the restored %s: %v", argv, t.Name, err)
+			break
 		}
 		check("preflight", true, "%q passed (output in %s)", argv, name)
+	}
+	switch {
+	case len(broken) > 0:
+		msg := fmt.Sprintf("restored %s, but its protected files did not hold: %s", t.Name, strings.Join(broken, "; "))
+		if preflightErr != nil {
+			msg += "; and " + preflightErr.Error()
+		}
+		r := engine.Failed(engine.ClassFrozenInputChanged, "%s", msg)
+		return &r
+	case preflightErr != nil:
+		r := engine.Failed(engine.ClassHealth, "%v", preflightErr)
+		return &r
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ type Step struct{}
 var _ engine.Step = Step{}
 var _ engine.DefaultTimeout = Step{}
 var _ engine.FileInputs = Step{}
+var _ engine.PinnedInputs = Step{}
+var _ engine.Refresher = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"target":          &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
@@ -38,24 +41,58 @@ func (Step) OutputType() cty.Type { return deploy.Identity }
 // DefaultTimeout is the restore bound when the plan sets none.
 func (Step) DefaultTimeout() time.Duration { return 10 * time.Minute }
 
-// Files are the protected files: listed in the campaign's frozen set, the engine
-// re-hashes them before restore and stops on any change.
+// Files are the protected files, the target's then the step's, each once: their
+// content is part of the restore's inputs, and verifyRestored compares each with the
+// digest the engine pinned.
 func (Step) Files(cfg cty.Value) []string {
-	v := cfg.GetAttr("protected_files")
-	if v.IsNull() {
-		return nil
-	}
 	var out []string
-	for _, e := range v.AsValueSlice() {
-		out = append(out, e.AsString())
+	if t, err := target.FromValue(cfg.GetAttr("target")); err == nil {
+		out = append(out, t.ProtectedFiles...)
 	}
-	return out
+	if v := cfg.GetAttr("protected_files"); !v.IsNull() && v.IsKnown() {
+		for _, e := range v.AsValueSlice() {
+			if !e.IsNull() {
+				out = append(out, e.AsString())
+			}
+		}
+	}
+	seen := map[string]bool{}
+	uniq := out[:0]
+	for _, f := range out {
+		if k := filepath.Clean(f); !seen[k] {
+			seen[k] = true
+			uniq = append(uniq, f)
+		}
+	}
+	return uniq
 }
 
-// Check is one verification of the receipt.
+// PinnedInputs are the protected files. An unreadable one is left out rather than
+// refused: restore must run whatever happened, and its verification names the file.
+func (s Step) PinnedInputs(config cty.Value, baseDir string) (map[string]string, error) {
+	sums, _ := target.Digests(baseDir, s.Files(config))
+	return sums, nil
+}
+
+// RefreshKey is the endpoint (on its runtime host) the restore put the incumbent on.
+func (Step) RefreshKey(config cty.Value) string { return target.RefreshKey(config) }
+
+// Refresh re-inspects the restored incumbent and compares it with the recorded outputs.
+func (Step) Refresh(ctx context.Context, config, outputs cty.Value) error {
+	return target.Refresh(ctx, config, outputs)
+}
+
+// Check is one verification of the receipt: something compared with what it must be.
 type Check struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Unchecked is a fact the receipt records without having had anything to compare it
+// with (a protected file first seen at restore), so that it is never read as checked.
+type Unchecked struct {
+	Name   string `json:"name"`
 	Detail string `json:"detail"`
 }
 
@@ -68,16 +105,17 @@ type Receipt struct {
 	Manifest   string `json:"manifest,omitempty"`
 	// Action: already-running, restarted-by-id, recreated (sim), recreated-from-manifest
 	// or recreated-from-plan (docker).
-	Action      string   `json:"action"`
-	Stopped     []string `json:"stopped,omitempty"`
-	Container   any      `json:"container"` // sim.ContainerInfo or docker.Identity
-	Checks      []Check  `json:"checks"`
-	Outcome     string   `json:"outcome"`
-	OutageOpen  bool     `json:"outage_open"`
-	OutageS     float64  `json:"outage_elapsed_s"`
-	BudgetS     float64  `json:"outage_budget_s"`
-	ReserveS    float64  `json:"outage_reserve_s"`
-	WithinBudge bool     `json:"within_budget"`
+	Action      string      `json:"action"`
+	Stopped     []string    `json:"stopped,omitempty"`
+	Container   any         `json:"container"` // sim.ContainerInfo or docker.Identity
+	Checks      []Check     `json:"checks"`
+	NotCompared []Unchecked `json:"not_compared,omitempty"`
+	Outcome     string      `json:"outcome"`
+	OutageOpen  bool        `json:"outage_open"`
+	OutageS     float64     `json:"outage_elapsed_s"`
+	BudgetS     float64     `json:"outage_budget_s"`
+	ReserveS    float64     `json:"outage_reserve_s"`
+	WithinBudge bool        `json:"within_budget"`
 }
 
 // Run restores the incumbent and writes receipt.json whatever the outcome.
@@ -105,12 +143,21 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if t.Runtime == target.RuntimeDocker {
 		return runDocker(ctx, sc, t, rc, check)
 	}
-	h := sim.GetHost(t.Host)
+	h, err := target.SimHost(t)
+	if err != nil {
+		check("runtime", false, "%v", err)
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
 	spec, err := target.SimSpec(t)
 	if err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
-	if occ, ok := target.SimOccupant(h, t.Endpoint); ok && occ.Name != t.Container {
+	occ, ok, err := target.SimOccupant(h, t.Endpoint)
+	if err != nil {
+		check("stop candidate", false, "%v", err)
+		return engine.Failed(engine.ClassHealth, "%v", err)
+	}
+	if ok && occ.Name != t.Container {
 		if err := h.Stop(occ.ID); err != nil {
 			check("stop candidate", false, "%s: %v", occ.Name, err)
 			return engine.Failed(engine.ClassHealth, "stop %s: %v", occ.Name, err)
@@ -156,7 +203,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
 	}
 	check("health", true, "%s%s answered 2xx", t.Endpoint, t.HealthPath)
-	if r := verifyRestored(ctx, sc, t, check); r != nil {
+	if r := verifyRestored(ctx, sc, t, rc, check); r != nil {
 		return *r
 	}
 	rc.Outcome = "restored"

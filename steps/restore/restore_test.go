@@ -7,12 +7,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps"
+	"github.com/rigor-bench/rigor/steps/internal/sim"
+	"github.com/rigor-bench/rigor/steps/internal/sim/simtest"
 	"github.com/rs/zerolog"
 )
 
@@ -24,7 +27,10 @@ campaign "restore-%[1]s" {
     reserve = "2m"
   }
 }
-host "h_%[1]s" { runtime = "sim" }
+host "h_%[1]s" {
+  runtime = "sim"
+  sim_dir = %[4]q
+}
 target "incumbent" {
   host       = host.h_%[1]s
   container  = "inc-%[1]s"
@@ -55,8 +61,60 @@ step "restore" "incumbent" {
 }
 `
 
-// apply runs the campaign and returns the restore's step_end record and receipt.
-func apply(t *testing.T, name, preflight string) (engine.Record, map[string]any) {
+// edited is a campaign whose target protects discovery.json (not in campaign.frozen):
+// the engine pins it when the incumbent is deployed, and an exec step edits it while
+// the candidate serves.
+const edited = `
+campaign "restore-%[1]s" {
+  outage {
+    budget  = "10m"
+    reserve = "2m"
+  }
+}
+host "h_%[1]s" {
+  runtime = "sim"
+  sim_dir = %[4]q
+}
+target "incumbent" {
+  host            = host.h_%[1]s
+  container       = "inc-%[1]s"
+  profile         = "incumbent"
+  endpoint        = "http://%[2]s"
+  time_scale      = 0.01
+  protected_files = ["discovery.json"]
+}
+target "candidate" {
+  host       = host.h_%[1]s
+  container  = "cand-%[1]s"
+  profile    = "flare"
+  endpoint   = "http://%[2]s"
+  time_scale = 0.01
+}
+step "deploy" "incumbent" { target = target.incumbent }
+step "deploy" "candidate" {
+  target     = target.candidate
+  outage     = "begin"
+  timeout    = "1m"
+  depends_on = [step.deploy.incumbent]
+}
+step "exec" "edit" {
+  command    = ["sh", "-c", "echo edited >> discovery.json"]
+  timeout    = "30s"
+  depends_on = [step.deploy.candidate]
+}
+step "restore" "incumbent" {
+  target     = target.incumbent
+  always     = true
+  outage     = "end"
+  preflight  = [["sh", "-c", %[3]q]]
+  timeout    = "1m"
+  depends_on = [step.exec.edit]
+}
+`
+
+// apply runs the campaign src (campaign or edited) and returns the restore's
+// step_end record and receipt.
+func apply(t *testing.T, src, name, preflight string) (engine.Record, map[string]any) {
 	t.Helper()
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -69,7 +127,9 @@ func apply(t *testing.T, name, preflight string) (engine.Record, map[string]any)
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "campaign.hcl")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(campaign, name, addr, preflight)), 0o644); err != nil {
+	simDir := filepath.Join(dir, "sim")
+	simtest.Cleanup(t, mustOpen(t, "h_"+name, simDir))
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(src, name, addr, preflight, simDir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p, _, diags := plans.Load(path, plans.Options{StepTypes: steps.Registry().Types(), Env: []string{}})
@@ -102,7 +162,7 @@ func apply(t *testing.T, name, preflight string) (engine.Record, map[string]any)
 }
 
 func TestRestoreRunsPreflightAgainstTheIncumbent(t *testing.T) {
-	rec, receipt := apply(t, "ok", `curl -fsS "$RIGOR_ENDPOINT/v1/models" 2>/dev/null || wget -qO- "$RIGOR_ENDPOINT/v1/models" || test -n "$RIGOR_ENDPOINT"`)
+	rec, receipt := apply(t, campaign, "ok", `curl -fsS "$RIGOR_ENDPOINT/v1/models" 2>/dev/null || wget -qO- "$RIGOR_ENDPOINT/v1/models" || test -n "$RIGOR_ENDPOINT"`)
 	if rec.Status != engine.StatusSucceeded {
 		t.Fatalf("restore %s: %s", rec.Status, rec.Message)
 	}
@@ -110,7 +170,38 @@ func TestRestoreRunsPreflightAgainstTheIncumbent(t *testing.T) {
 		t.Fatalf("receipt outcome %v action %v", receipt["outcome"], receipt["action"])
 	}
 	checks, _ := json.Marshal(receipt["checks"])
-	for _, want := range []string{`"preflight"`, `"protected file"`, `discovery.json`, `"image identity"`} {
+	for _, want := range []string{`"preflight"`, `"image identity"`} {
+		if !strings.Contains(string(checks), want) {
+			t.Errorf("receipt checks lack %s: %s", want, checks)
+		}
+	}
+	// The protected file is in campaign.frozen, so the engine pinned it at freeze and
+	// restore compared it with that pin.
+	if !strings.Contains(string(checks), `discovery.json sha256`) || !strings.Contains(string(checks), "the digest pinned when it was first seen") {
+		t.Errorf("receipt checks do not compare discovery.json with its pin: %s", checks)
+	}
+	if receipt["not_compared"] != nil {
+		t.Errorf("a pinned file reported as not compared: %v", receipt["not_compared"])
+	}
+}
+
+// A protected file of the target, pinned when the incumbent was deployed and edited
+// while the candidate served, fails the restore's verification naming the file and
+// both digests; the incumbent is back all the same.
+func TestEditedProtectedFileFailsRestore(t *testing.T) {
+	rec, receipt := apply(t, edited, "edited", `true`)
+	if rec.Status != engine.StatusFailed || rec.Class != engine.ClassFrozenInputChanged {
+		t.Fatalf("restore %s/%s: %s; want failed/frozen_input_changed", rec.Status, rec.Class, rec.Message)
+	}
+	if !regexp.MustCompile(`discovery\.json changed \(pinned sha256 [0-9a-f]{64}, now [0-9a-f]{64}\)`).MatchString(rec.Message) {
+		t.Errorf("message does not name the file and both digests: %s", rec.Message)
+	}
+	t.Logf("restore: %s", rec.Message)
+	if receipt["outcome"] != "failed" {
+		t.Errorf("receipt outcome %v", receipt["outcome"])
+	}
+	checks, _ := json.Marshal(receipt["checks"])
+	for _, want := range []string{`"health"`, `"preflight"`, `discovery.json changed: pinned sha256`} {
 		if !strings.Contains(string(checks), want) {
 			t.Errorf("receipt checks lack %s: %s", want, checks)
 		}
@@ -118,7 +209,7 @@ func TestRestoreRunsPreflightAgainstTheIncumbent(t *testing.T) {
 }
 
 func TestFailingPreflightFailsRestoreAndKeepsOutput(t *testing.T) {
-	rec, receipt := apply(t, "bad", `echo "routed preflight: 401"; exit 3`)
+	rec, receipt := apply(t, campaign, "bad", `echo "routed preflight: 401"; exit 3`)
 	if rec.Status != engine.StatusFailed || rec.Class != engine.ClassHealth || !strings.Contains(rec.Message, "preflight") {
 		t.Fatalf("restore %s/%s: %s; want failed/health naming the preflight", rec.Status, rec.Class, rec.Message)
 	}
@@ -134,4 +225,12 @@ func TestFailingPreflightFailsRestoreAndKeepsOutput(t *testing.T) {
 	if !found {
 		t.Fatalf("preflight output not kept as an artefact: %+v", rec.Artefacts)
 	}
+}
+
+func mustOpen(t *testing.T, name, dir string) *sim.Host {
+	h, err := sim.OpenHost(name, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -104,7 +104,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	rec := captureRecord{Target: t.Name, URL: u.String(), Method: method, RequestedDurationNS: int64(d), DeclaredRanks: ranks}
 	inspect := t.Runtime == "sim"
 	if inspect {
-		info, err := sim.GetHost(t.Host).Inspect(t.Container)
+		info, err := target.SimInspect(t)
 		if err != nil {
 			return engine.Failed(engine.ClassIdentity, "container %s on host %s before the capture: %v", t.Container, t.Host, err)
 		}
@@ -145,7 +145,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		}
 	}
 	if inspect {
-		info, err := sim.GetHost(t.Host).Inspect(t.Container)
+		info, err := target.SimInspect(t)
 		if err == nil {
 			rec.RuntimeIncarnation.After = info.Incarnation
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
+	"github.com/rigor-bench/rigor/steps/internal/sim/simtest"
 	"github.com/rs/zerolog"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -30,7 +31,7 @@ func simTarget(t *testing.T, faults sim.Faults) (cty.Value, *sim.Host, string) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	host := sim.GetHost("trace-" + t.Name())
+	host := simtest.Host(t, "trace")
 	name := "c"
 	prof, _ := sim.LookupProfile("incumbent")
 	if _, err := host.Create(sim.ContainerSpec{Name: name, Image: "sim:incumbent", Listen: addr, Config: sim.Config{Profile: prof, TimeScale: 0.05, Faults: faults}}); err != nil {
@@ -62,7 +63,7 @@ func simTarget(t *testing.T, faults sim.Faults) (cty.Value, *sim.Host, string) {
 	time.Sleep(60 * time.Millisecond) // the batch fills
 	tv := cty.ObjectVal(map[string]cty.Value{
 		"name":      cty.StringVal("t"),
-		"host":      cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(host.Name()), "runtime": cty.StringVal("sim")}),
+		"host":      cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(host.Name()), "runtime": cty.StringVal("sim"), "sim_dir": cty.StringVal(host.Dir())}),
 		"container": cty.StringVal(name),
 		"endpoint":  cty.StringVal(endpoint),
 		"image":     cty.StringVal("sim:incumbent"),

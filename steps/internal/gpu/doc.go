@@ -6,7 +6,7 @@
 //
 // Two sources exist: NVML (package nvml, the machine rigor runs on) and Sim, simulated
 // devices with a configured limit, plausible telemetry, and injectable limit drift.
-// Sim devices are process-global per host name, like sim.GetHost, so drift injected
+// Sim devices are process-global per host name, so drift injected
 // for a host is seen by whichever block samples that host.
 //
 // Invariants: rigor observes power and never sets it; nothing here has a setter for a

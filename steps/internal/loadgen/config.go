@@ -77,6 +77,11 @@ type Config struct {
 	Workload   Workload
 	Repetition int
 
+	// IdentityHeader, when set, names a response header whose value each record keeps
+	// as served_by: the identity of the stack that answered (the simulator's
+	// X-Rigor-Incarnation), so a takeover of the endpoint mid-block shows per request.
+	IdentityHeader string
+
 	// OnRecord, when set, is called with each record right after it was written to
 	// the output, in the order they were written (calls never overlap). It drives
 	// live progress; it runs while the writer lock is held and must be fast.

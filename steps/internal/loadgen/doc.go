@@ -18,6 +18,9 @@
 //   - Every derived figure is defined once, in metrics.go, with its seed-000 formula.
 //   - The API key is sent only in the Authorization header. It is never logged,
 //     written to records or results, or left in an error excerpt.
+//   - With Config.IdentityHeader set, each record keeps that response header's
+//     value (served_by): which stack answered. The client only records it; the
+//     block step judges it.
 //
 // Out of scope: retries (nothing is ever retried; a failure stays in its population),
 // HTTP/2 multiplexing (one HTTP/1.1 connection per concurrent request), native

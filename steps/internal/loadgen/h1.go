@@ -83,6 +83,7 @@ type response struct {
 	chunked   bool  // Transfer-Encoding: chunked
 	length    int64 // Content-Length, -1 when absent
 	headersAt time.Time
+	head      []byte // status line and headers; valid until the next read on the connection
 }
 
 // readHead reads the status line and headers, skipping 1xx interim responses.
@@ -113,6 +114,7 @@ func (c *h1conn) readHead() (response, error) {
 			return response{}, err
 		}
 		resp.headersAt = c.readAt
+		resp.head = head
 		if resp.status >= 100 && resp.status < 200 && resp.status != 101 {
 			continue
 		}

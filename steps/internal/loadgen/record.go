@@ -77,6 +77,9 @@ type Record struct {
 	ReasoningChunks int     `json:"reasoning_chunks"` // chunks with reasoning or reasoning_content
 	Outcome         Outcome `json:"outcome"`
 	Error           string  `json:"error,omitempty"` // short excerpt, API key redacted
+	// ServedBy is the value of Config.IdentityHeader in the response ("" when absent
+	// or not asked for): which stack answered.
+	ServedBy string `json:"served_by,omitempty"`
 }
 
 // ReadRecords parses requests.jsonl. Lines can be long (a record is small, but the

@@ -156,6 +156,7 @@ func (r *runner) do(w *worker, i int, sched time.Time) Record {
 		return fail(HTTPError, "transport: "+err.Error())
 	}
 	rec.HeadersAtMS = r.at(resp.headersAt)
+	rec.ServedBy = headerValue(resp.head, r.cfg.IdentityHeader)
 	rec.HTTPStatus = resp.status
 	w.body.c = c
 	w.body.reset(resp)

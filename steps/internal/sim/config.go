@@ -48,6 +48,10 @@ type Config struct {
 	TokensPerChunk int
 	// Faults is the initial fault injection; Server.SetFaults changes it at run time.
 	Faults Faults
+	// Incarnation is the identity the server returns in IncarnationHeader on every
+	// response: the container runtime sets its incarnation; empty means one is drawn
+	// when the server is built, so a restarted server answers as a new one.
+	Incarnation string
 	// OnChunk, when set, is called for every token-bearing SSE event right after the write
 	// that carried it was flushed, with the event's index among the request's
 	// token-bearing events (the role-only and usage chunks are not counted) and the number

@@ -3,6 +3,16 @@
 // metrics, fault injection, and a small container runtime (the runtime = "sim"
 // counterpart of Docker) that starts, stops, restarts and OOM-kills such servers.
 //
+// The runtime (runtime.go, runtime_proc.go, child.go) runs each container as a server
+// process of its own: the running binary started again with only ChildEnv in its
+// environment, in a new session, so a SIGKILL of the rigor process or a Ctrl-C in its
+// terminal does not reach it and it survives a crashed apply as a container would.
+// A host is a directory (container.json per container, written under a lock file by
+// rigor processes; server.json and exit-<pid>.json written by the server and by
+// whoever saw it exit; server.log). Any process that opens the directory sees and
+// manages the same containers. The server's own Server and Listen stay usable
+// in-process (bench, calibrate, tests).
+//
 // It exists so that a campaign (and every test of the engine) can run end to end on any
 // machine, and so that the seed campaign's numbers come out of a model rather than out of
 // canned responses: TTFT grows with uncached prompt tokens and with queueing behind other
@@ -27,6 +37,14 @@
 //     virtual time, without sleeping, and the tests hold it to that.
 //   - Server.Close and Running.Close return only after every handler has returned,
 //     including hung ones.
+//   - Every response carries IncarnationHeader: the runtime's incarnation of the
+//     container (ID@StartedAt/pid-PID), or one drawn when an in-process server starts.
+//   - A container is running only while its recorded pid is alive, not a zombie, and
+//     started at the recorded time (/proc/<pid>/stat; a recycled pid is another
+//     process). A dead one is exited, with the exit code whoever saw it end recorded
+//     (0 after a stop, 128+signal after a kill, 137 for the OOM fault), or
+//     ExitUnknown. Inspect and List wait for an operation in progress, so a restart
+//     is never seen halfway.
 //
 // Out of scope: real tokenisation and sampling (temperature, top_p and seed are accepted
 // and validated, and seed only selects the RNG stream), preemption (KV space for prompt

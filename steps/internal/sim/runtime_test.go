@@ -4,9 +4,14 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -23,27 +28,57 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-func healthStatus(endpoint string) (int, error) {
+// testHost is a host in a temporary directory whose servers are stopped when the
+// test ends (package simtest does the same for other packages).
+func testHost(t *testing.T) *Host {
+	t.Helper()
+	h, err := OpenHost("h", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.StopGrace = 2 * time.Second
+	t.Cleanup(func() {
+		if _, err := h.StopAll(); err != nil {
+			t.Errorf("stop all: %v", err)
+		}
+	})
+	return h
+}
+
+// started creates and starts an incumbent container called name on any free port.
+func started(t *testing.T, h *Host, name string) ContainerInfo {
+	t.Helper()
+	if _, err := h.Create(ContainerSpec{Name: name, Image: "sim:incumbent", Listen: "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(name); err != nil {
+		t.Fatal(err)
+	}
+	info, err := h.Inspect(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// health returns the status of GET /health and the incarnation that answered.
+func health(endpoint string) (int, string, error) {
 	c := http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get(endpoint + "/health")
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header.Get(IncarnationHeader), nil
 }
 
 func TestContainerLifecycle(t *testing.T) {
-	h := GetHost("lifecycle-" + t.Name())
-	if GetHost("lifecycle-"+t.Name()) != h {
-		t.Fatal("GetHost returned a different host for the same name")
-	}
+	h := testHost(t)
 	addr := freeAddr(t)
 	info, err := h.Create(ContainerSpec{Name: "flare-ctl", Image: "sim:flare", Listen: addr, Config: Config{TimeScale: fastScale}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.Stop("flare-ctl"); _ = h.Remove("flare-ctl") })
 	flare, _ := LookupProfile("flare")
 	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(info.ID) {
 		t.Errorf("ID %q is not 64 hex digits", info.ID)
@@ -51,7 +86,7 @@ func TestContainerLifecycle(t *testing.T) {
 	if info.ImageID != flare.ImageID() || !strings.HasPrefix(info.ImageID, "sha256:") || len(info.ImageID) != 71 {
 		t.Errorf("ImageID %q, want %q", info.ImageID, flare.ImageID())
 	}
-	if info.Status != StatusCreated || info.Health != HealthNone || info.Incarnation != "" || info.Endpoint != "http://"+addr {
+	if info.Status != StatusCreated || info.Health != HealthNone || info.Incarnation != "" || info.Endpoint != "http://"+addr || info.PID != 0 {
 		t.Errorf("created: %+v", info)
 	}
 
@@ -63,19 +98,22 @@ func TestContainerLifecycle(t *testing.T) {
 	if first != byName {
 		t.Error("inspect by ID and by name differ")
 	}
-	if first.Status != StatusRunning || first.Health != HealthHealthy || first.Incarnation != info.ID+"@"+first.StartedAt.UTC().Format(time.RFC3339Nano) {
-		t.Errorf("started: %+v", first)
+	wantInc := info.ID + "@" + first.StartedAt.UTC().Format(time.RFC3339Nano) + "/pid-" + strconv.Itoa(first.PID)
+	if first.Status != StatusRunning || first.Health != HealthHealthy || first.PID == os.Getpid() || first.Incarnation != wantInc {
+		t.Errorf("started: %+v (want incarnation %s)", first, wantInc)
 	}
-	if code, err := healthStatus(first.Endpoint); err != nil || code != 200 {
-		t.Errorf("health %d %v", code, err)
+	// The server is its own process, and every answer names its incarnation.
+	if code, inc, err := health(first.Endpoint); err != nil || code != 200 || inc != first.Incarnation {
+		t.Errorf("health %d %v, incarnation header %q, want %q", code, err, inc, first.Incarnation)
 	}
-	srv, err := h.Server("flare-ctl")
-	if err != nil {
+	if err := h.InjectFaults("flare-ctl", Faults{Unhealthy: true}); err != nil {
 		t.Fatal(err)
 	}
-	_ = srv.SetFaults(Faults{Unhealthy: true})
 	if got, _ := h.Inspect("flare-ctl"); got.Health != HealthUnhealthy {
 		t.Errorf("health %q with the unhealthy fault", got.Health)
+	}
+	if code, _, _ := health(first.Endpoint); code != http.StatusServiceUnavailable {
+		t.Errorf("the running server answers %d with the unhealthy fault, want 503", code)
 	}
 
 	if err := h.InjectRestart("flare-ctl"); err != nil {
@@ -83,24 +121,12 @@ func TestContainerLifecycle(t *testing.T) {
 	}
 	restarted, _ := h.Inspect("flare-ctl")
 	if restarted.RestartCount != 1 || !restarted.StartedAt.After(first.StartedAt) || restarted.Incarnation == first.Incarnation ||
-		restarted.ID != first.ID || restarted.Status != StatusRunning || restarted.Health != HealthHealthy {
+		restarted.PID == first.PID || restarted.ID != first.ID || restarted.Status != StatusRunning {
 		t.Errorf("after restart: %+v (before %+v)", restarted, first)
 	}
-	if code, err := healthStatus(restarted.Endpoint); err != nil || code != 200 {
-		t.Errorf("health after restart %d %v", code, err)
-	}
-	// Host-level faults outlive a restart.
-	if err := h.InjectFaults("flare-ctl", Faults{Unhealthy: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.InjectRestart("flare-ctl"); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := h.Inspect("flare-ctl"); got.Health != HealthUnhealthy || got.RestartCount != 2 {
-		t.Errorf("after a second restart with injected faults: %+v", got)
-	}
-	if code, _ := healthStatus(restarted.Endpoint); code != http.StatusServiceUnavailable {
-		t.Errorf("health %d, want 503", code)
+	// Injected faults outlive a restart.
+	if code, inc, _ := health(restarted.Endpoint); code != http.StatusServiceUnavailable || inc != restarted.Incarnation {
+		t.Errorf("after restart: health %d from %q, want 503 from %q", code, inc, restarted.Incarnation)
 	}
 	if err := h.InjectFaults("flare-ctl", Faults{}); err != nil {
 		t.Fatal(err)
@@ -110,10 +136,10 @@ func TestContainerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	oom, _ := h.Inspect("flare-ctl")
-	if !oom.OOMKilled || oom.Status != StatusExited || oom.Health != HealthNone {
+	if !oom.OOMKilled || oom.Status != StatusExited || oom.Health != HealthNone || oom.ExitCode != 137 || oom.FinishedAt.IsZero() {
 		t.Errorf("after OOM: %+v", oom)
 	}
-	if _, err := healthStatus(oom.Endpoint); err == nil {
+	if _, _, err := health(oom.Endpoint); err == nil {
 		t.Error("an OOM-killed container still answers")
 	}
 	if err := h.InjectOOM("flare-ctl"); !errors.Is(err, ErrContainerState) {
@@ -124,7 +150,7 @@ func TestContainerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, _ := h.Inspect("flare-ctl")
-	if again.OOMKilled || again.Incarnation == restarted.Incarnation {
+	if again.OOMKilled || again.Incarnation == restarted.Incarnation || again.Status != StatusRunning {
 		t.Errorf("after start: %+v", again)
 	}
 	if err := h.Remove("flare-ctl"); !errors.Is(err, ErrContainerState) {
@@ -132,6 +158,14 @@ func TestContainerLifecycle(t *testing.T) {
 	}
 	if err := h.Stop("flare-ctl"); err != nil {
 		t.Fatal(err)
+	}
+	stopped, _ := h.Inspect("flare-ctl")
+	if stopped.Status != StatusExited || stopped.ExitCode != 0 || stopped.Incarnation != again.Incarnation {
+		t.Errorf("after stop: %+v", stopped)
+	}
+	log, _ := os.ReadFile(stopped.Log)
+	if !strings.Contains(string(log), "serving container flare-ctl") || !strings.Contains(string(log), "stopping on terminated") {
+		t.Errorf("server log lacks the start and the stop:\n%s", log)
 	}
 	if err := h.Remove("flare-ctl"); err != nil {
 		t.Fatal(err)
@@ -142,18 +176,148 @@ func TestContainerLifecycle(t *testing.T) {
 	}
 }
 
+// The server process is started in a session of its own with nothing from the
+// caller's environment but the variable that makes it serve.
+func TestServerProcessIsDetached(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	t.Setenv("RIGOR_VAR_api_key", "secret-that-must-not-reach-the-server")
+	h := testHost(t)
+	info := started(t, h, "c")
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(info.PID) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ChildEnv + "=" + filepath.Join(h.Dir(), "c")
+	if got := strings.Split(strings.TrimRight(string(env), "\x00"), "\x00"); len(got) != 1 || got[0] != want {
+		t.Errorf("server environment %q, want only %q", got, want)
+	}
+	sid, _, errno := syscall.RawSyscall(syscall.SYS_GETSID, uintptr(info.PID), 0, 0)
+	if errno != 0 || int(sid) != info.PID {
+		t.Errorf("server session %d (%v), want its own (%d): a Ctrl-C or a kill of the caller's group would reach it", sid, errno, info.PID)
+	}
+}
+
+// starterEnv makes the test binary start one container and kill itself (see TestMain).
+const starterEnv = "SIM_TEST_START_AND_DIE"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(starterEnv); dir != "" {
+		// A rigor process that starts a server and is then SIGKILLed, as an apply is.
+		h, err := OpenHost("h", dir)
+		for _, name := range []string{"survivor", "orphan"} {
+			if err == nil {
+				_, err = h.Create(ContainerSpec{Name: name, Image: "sim:incumbent", Listen: "127.0.0.1:0", Config: Config{TimeScale: fastScale}})
+			}
+			if err == nil {
+				err = h.Start(name)
+			}
+		}
+		if err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(2)
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	os.Exit(m.Run())
+}
+
+// A server outlives the process that started it, as a container outlives a crashed
+// apply; another process sees it running, with the same identity, and stops it.
+func TestServerSurvivesItsStarter(t *testing.T) {
+	h := testHost(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), starterEnv+"="+h.Dir())
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the starter should have died of SIGKILL: %v\n%s", err, out)
+	}
+	info, err := h.Inspect("survivor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Status != StatusRunning || info.PID == cmd.Process.Pid {
+		t.Fatalf("after its starter was killed: %+v", info)
+	}
+	if code, inc, err := health(info.Endpoint); err != nil || code != 200 || inc != info.Incarnation {
+		t.Fatalf("survivor health %d %v from %q, want 200 from %q", code, err, inc, info.Incarnation)
+	}
+	if err := h.Stop("survivor"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.Inspect("survivor"); got.Status != StatusExited || got.ExitCode != 0 {
+		t.Errorf("after stop by another process: %+v", got)
+	}
+	// Killed from outside while no rigor process watched: gone, and how is unknown.
+	orphan, _ := h.Inspect("orphan")
+	if err := syscall.Kill(orphan.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for got, _ := h.Inspect("orphan"); got.Status == StatusRunning && time.Now().Before(deadline); got, _ = h.Inspect("orphan") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got, _ := h.Inspect("orphan"); got.Status != StatusExited || got.ExitCode != ExitUnknown {
+		t.Errorf("killed unseen: %+v; want exited with exit code %d (unknown)", got, ExitUnknown)
+	}
+}
+
+// A server that died is exited, never running, even when nobody saw it die, and even
+// when its pid now belongs to another process.
+func TestDeadServerIsExited(t *testing.T) {
+	h := testHost(t)
+	info := started(t, h, "c")
+	if err := syscall.Kill(info.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	got, _ := h.Inspect("c")
+	for got.Status == StatusRunning && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		got, _ = h.Inspect("c")
+	}
+	if got.Status != StatusExited || got.Health != HealthNone {
+		t.Fatalf("after an outside SIGKILL: %+v", got)
+	}
+
+	t.Run("recycled pid", func(t *testing.T) {
+		// A live process that is not the server now holds the recorded pid.
+		sleeper := exec.Command("sleep", "30")
+		if err := sleeper.Start(); err != nil {
+			t.Skip("no sleep command:", err)
+		}
+		t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+		rec, err := h.read("c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.PID = sleeper.Process.Pid
+		if err := h.write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat("/proc/self/stat"); err != nil {
+			t.Skip("without /proc a recycled pid cannot be told apart")
+		}
+		if got, _ := h.Inspect("c"); got.Status != StatusExited {
+			t.Errorf("a live process with the recorded pid but another start time is taken for the server: %+v", got)
+		}
+		if err := h.Stop("c"); err != nil {
+			t.Fatal(err)
+		}
+		if sleeper.ProcessState != nil || syscall.Kill(sleeper.Process.Pid, 0) != nil {
+			t.Error("Stop signalled a process that is not the server")
+		}
+	})
+}
+
 func TestContainerErrors(t *testing.T) {
-	h := GetHost("errors-" + t.Name())
+	h := testHost(t)
 	addr := freeAddr(t)
 	if _, err := h.Create(ContainerSpec{Name: "a", Image: "sim:incumbent", Listen: addr}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, c := range h.List() {
-			_ = h.Stop(c.ID)
-			_ = h.Remove(c.ID)
-		}
-	})
 	cases := map[string]struct {
 		spec     ContainerSpec
 		wantErr  error
@@ -172,7 +336,16 @@ func TestContainerErrors(t *testing.T) {
 			}
 		})
 	}
-
+	t.Run("bad names", func(t *testing.T) {
+		for _, name := range []string{"", "../escape", "a/b", "-x"} {
+			if _, err := h.Create(ContainerSpec{Name: name, Image: "sim:incumbent", Listen: addr}); err == nil {
+				t.Errorf("container name %q accepted", name)
+			}
+		}
+		if _, err := OpenHost("../up", t.TempDir()); err == nil {
+			t.Error("host name ../up accepted")
+		}
+	})
 	t.Run("port in use", func(t *testing.T) {
 		if err := h.Start("a"); err != nil {
 			t.Fatal(err)
@@ -185,8 +358,8 @@ func TestContainerErrors(t *testing.T) {
 		if !errors.Is(err, ErrPortInUse) || !strings.Contains(err.Error(), "port "+port) {
 			t.Errorf("err %v, want ErrPortInUse naming port %s", err, port)
 		}
-		if got, _ := h.Inspect("twin"); got.Status != StatusExited {
-			t.Errorf("twin status %q", got.Status)
+		if got, _ := h.Inspect("twin"); got.Status != StatusExited || got.ExitCode != 1 {
+			t.Errorf("twin: %+v", got)
 		}
 		_, err = Listen(addr, Config{})
 		if !errors.Is(err, ErrPortInUse) || !strings.Contains(err.Error(), addr) {
@@ -194,54 +367,87 @@ func TestContainerErrors(t *testing.T) {
 		}
 	})
 	t.Run("not found", func(t *testing.T) {
-		for name, op := range map[string]func(string) error{"start": h.Start, "stop": h.Stop, "remove": h.Remove, "restart": h.InjectRestart, "oom": h.InjectOOM} {
+		for name, op := range map[string]func(string) error{"start": h.Start, "stop": h.Stop, "remove": h.Remove, "restart": h.InjectRestart, "oom": h.InjectOOM, "kill": h.Kill} {
 			if err := op("ghost"); !errors.Is(err, ErrNoSuchContainer) || !strings.Contains(err.Error(), `"ghost"`) {
 				t.Errorf("%s: %v", name, err)
 			}
 		}
 	})
-	t.Run("list is sorted", func(t *testing.T) {
+	t.Run("list is sorted and hosts are found", func(t *testing.T) {
+		list, err := h.List()
+		if err != nil {
+			t.Fatal(err)
+		}
 		var names []string
-		for _, c := range h.List() {
+		for _, c := range list {
 			names = append(names, c.Name)
 		}
 		if strings.Join(names, ",") != "a,twin" {
 			t.Errorf("List names %v", names)
 		}
+		hosts, err := Hosts(filepath.Dir(h.Dir()))
+		if err != nil || len(hosts) != 1 || hosts[0].Name() != "h" {
+			t.Errorf("Hosts: %v %v", hosts, err)
+		}
 	})
 }
 
-// Many goroutines inspecting, listing and restarting one host must not race (run with -race).
+// Goroutines and processes inspecting, listing and restarting one host must not race
+// (run with -race): the lock serialises them, and no restart is lost.
 func TestHostConcurrentUse(t *testing.T) {
-	h := GetHost("concurrent-" + t.Name())
-	if _, err := h.Create(ContainerSpec{Name: "c", Image: "sim:incumbent", Listen: "127.0.0.1:0"}); err != nil {
+	h := testHost(t)
+	started(t, h, "c")
+	// A second handle on the same directory stands for another rigor process.
+	other, err := OpenHost("h", h.Dir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Start("c"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Stop("c"); _ = h.Remove("c") })
 	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
+	for i := 0; i < 6; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			for k := 0; k < 5; k++ {
+			hh := h
+			if i%2 == 1 {
+				hh = other
+			}
+			for k := 0; k < 2; k++ {
 				switch i % 3 {
 				case 0:
-					if err := h.InjectRestart("c"); err != nil {
+					if err := hh.InjectRestart("c"); err != nil {
 						t.Error(err)
 					}
 				case 1:
-					_, _ = h.Inspect("c")
+					if got, err := hh.Inspect("c"); err != nil || got.Status == StatusCreated {
+						t.Errorf("inspect during restarts: %+v %v", got, err)
+					}
 				default:
-					_ = h.List()
+					_, _ = hh.List()
 				}
 			}
 		}(i)
 	}
 	wg.Wait()
-	if got, _ := h.Inspect("c"); got.RestartCount != 15 {
-		t.Errorf("RestartCount %d, want 15", got.RestartCount)
+	if got, _ := h.Inspect("c"); got.RestartCount != 4 || got.Status != StatusRunning {
+		t.Errorf("after 4 restarts: %+v", got)
+	}
+}
+
+func TestDefaultRoot(t *testing.T) {
+	cases := map[string]struct {
+		runtime, cache, want string
+	}{
+		"the runtime dir first":         {runtime: "/run/user/7", cache: "/c", want: "/run/user/7/rigor/sim"},
+		"then the user cache dir":       {cache: "/c", want: "/c/rigor/sim"},
+		"a relative runtime dir is not": {runtime: "rel", cache: "/c", want: "/c/rigor/sim"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("XDG_RUNTIME_DIR", tc.runtime)
+			t.Setenv("XDG_CACHE_HOME", tc.cache)
+			if got := DefaultRoot(); got != tc.want {
+				t.Errorf("DefaultRoot() = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

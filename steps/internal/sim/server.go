@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +19,11 @@ import (
 // maxRequestBytes bounds a request body; 32 MiB is far above any 1M-token prompt of short words.
 const maxRequestBytes = 32 << 20
 
+// IncarnationHeader carries, on every response, the identity of the server that
+// answered (Config.Incarnation), so a client can tell when another server took over
+// the endpoint: a restart, or another stack on the same port.
+const IncarnationHeader = "X-Rigor-Incarnation"
+
 // Server is the simulated OpenAI-compatible endpoint. It is an http.Handler, so it can be
 // served by Listen, by httptest, or mounted in a larger mux.
 type Server struct {
@@ -26,6 +33,9 @@ type Server struct {
 	faults atomic.Pointer[Faults]
 	mux    *http.ServeMux
 	reqSeq atomic.Uint64
+	// incarnation is the IncarnationHeader value, built once: the header costs one
+	// map assignment per response.
+	incarnation []string
 
 	// Close must wait for handlers, including hung ones; done releases them and the
 	// closed flag stops new ones from joining the WaitGroup after Wait began.
@@ -50,6 +60,13 @@ func NewServer(cfg Config) (*Server, error) {
 	m := newMetrics()
 	s := &Server{cfg: cfg, m: m, eng: newEngine(cfg.Profile, cfg.TimeScale, m), done: make(chan struct{})}
 	s.closing, s.cancelClose = context.WithCancel(context.Background())
+	if cfg.Incarnation == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.Incarnation = fmt.Sprintf("sim-%s@%s", hex.EncodeToString(b[:]), time.Now().UTC().Format(time.RFC3339Nano))
+		s.cfg.Incarnation = cfg.Incarnation
+	}
+	s.incarnation = []string{cfg.Incarnation}
 	f := cfg.Faults
 	s.faults.Store(&f)
 	s.mux = http.NewServeMux()
@@ -63,8 +80,12 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Every response, errors and streams included,
+// names the incarnation that answered.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header()[IncarnationHeader] = s.incarnation
+	s.mux.ServeHTTP(w, r)
+}
 
 // Config returns the normalized configuration the server runs with.
 func (s *Server) Config() Config { return s.cfg }

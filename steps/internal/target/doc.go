@@ -1,8 +1,16 @@
 // Package target reads the target, host and workload objects of a step's evaluated
 // configuration into Go values, and holds the runtime operations (inspect, start,
 // stop, wait for health) that the identity, deploy, restore and block steps share,
-// for both runtimes: "sim" (simulator containers in this process, simruntime.go)
-// and "docker" (a Docker Engine through steps/internal/docker, docker.go). Identity
-// records of both runtimes have the same shape (docker.Identity), so gates compare
-// incarnations the same way whichever runtime serves the target.
+// for both runtimes: "sim" (simulator containers, each its own server process, in the
+// host's state directory: host attribute sim_dir, default sim.DefaultRoot()/<host>;
+// simruntime.go) and "docker" (a Docker Engine through steps/internal/docker,
+// docker.go). Identity records of both runtimes have the same shape
+// (docker.Identity), so gates compare incarnations the same way whichever runtime
+// serves the target.
+//
+// identity.go holds what a target is held to: the Seen identity (container, image,
+// incarnation) that deploy, identity, restore and block record in their outputs, its
+// comparison, and the refresh of a recorded identity against the world (Refresh,
+// RefreshKey: engine.Refresher for the steps that leave a target running).
+// protected.go hashes the protected files under the names the engine pins them by.
 package target

@@ -158,7 +158,7 @@ func SimIdentity(info sim.ContainerInfo) docker.Identity {
 		ContainerID: info.ID, Name: info.Name, Image: info.Image, ImageID: info.ImageID,
 		Created: info.Created, StartedAt: info.StartedAt, Incarnation: info.Incarnation,
 		RestartCount: info.RestartCount, OOMKilled: info.OOMKilled, Status: info.Status,
-		Health: info.Health, Endpoint: info.Endpoint,
+		Health: info.Health, Endpoint: info.Endpoint, ExitCode: info.ExitCode,
 	}
 }
 
@@ -166,7 +166,7 @@ func SimIdentity(info sim.ContainerInfo) docker.Identity {
 func Inspect(ctx context.Context, t Target) (docker.Identity, error) {
 	switch t.Runtime {
 	case RuntimeSim:
-		info, err := sim.GetHost(t.Host).Inspect(t.Container)
+		info, err := SimInspect(t)
 		if err != nil {
 			return docker.Identity{}, err
 		}

@@ -26,11 +26,24 @@ func SimSpec(t Target) (sim.ContainerSpec, error) {
 
 // SimOccupant returns the running simulator container that serves an endpoint, if
 // any: the container a deploy must take out of service first.
-func SimOccupant(h *sim.Host, endpoint string) (sim.ContainerInfo, bool) {
-	for _, c := range h.List() {
+func SimOccupant(h *sim.Host, endpoint string) (sim.ContainerInfo, bool, error) {
+	list, err := h.List()
+	if err != nil {
+		return sim.ContainerInfo{}, false, err
+	}
+	for _, c := range list {
 		if c.Status == sim.StatusRunning && strings.TrimRight(c.Endpoint, "/") == endpoint {
-			return c, true
+			return c, true, nil
 		}
 	}
-	return sim.ContainerInfo{}, false
+	return sim.ContainerInfo{}, false, nil
+}
+
+// SimInspect inspects a sim target's container on its host.
+func SimInspect(t Target) (sim.ContainerInfo, error) {
+	h, err := SimHost(t)
+	if err != nil {
+		return sim.ContainerInfo{}, err
+	}
+	return h.Inspect(t.Container)
 }

@@ -47,6 +47,14 @@ type Target struct {
 	CPUs       float64
 	GPUs       string
 	Labels     map[string]string
+
+	// Identity (identity.go): where the sim runtime keeps its containers (host
+	// attribute sim_dir; "" = sim.DefaultRoot()/<host>), the response header that
+	// names the incarnation that answered ("" = none is checked), and the files
+	// that must not change while the target is measured.
+	SimDir         string
+	IdentityHeader string
+	ProtectedFiles []string
 }
 
 // FromValue reads a target object.
@@ -113,6 +121,9 @@ func FromValue(v cty.Value) (Target, error) {
 		}
 	}
 	if err := t.readDocker(v); err != nil {
+		return t, err
+	}
+	if err := t.readIdentity(v); err != nil {
 		return t, err
 	}
 	if t.Endpoint == "" {

@@ -1,0 +1,170 @@
+package block
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/target"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Identity held end to end. Before every block, the container serving the target must
+// be the one its arm's deploy, identity or restore step recorded, and the one the
+// previous block on the same endpoint saw: same container ID, image ID and
+// incarnation. The records come from engine.StepContext.History, matched by endpoint;
+// a block records what it saw in its outputs, so the next block is held to it.
+
+// identityOutputs are the outputs a block adds to say what it measured.
+var identityOutputs = map[string]cty.Type{
+	"container_id": cty.String,
+	"image_id":     cty.String,
+	"incarnation":  cty.String,
+	"endpoint":     cty.String,
+	// checked_at is when the block last confirmed the identity (after its run): the
+	// start of the window in which the next block looks for resource errors.
+	"checked_at": cty.String,
+}
+
+// held is one record a block is held to.
+type held struct {
+	addr      string
+	seen      target.Seen
+	checkedAt time.Time // when that step last saw the identity; zero if unknown
+}
+
+// setupTypes are the step types that put a target in place or vouch for it.
+var setupTypes = map[string]bool{"deploy": true, "identity": true, "restore": true}
+
+// heldRecords returns the latest deploy, identity or restore record on the target's
+// endpoint, and the latest block record after it. A block counts if it succeeded or
+// failed only for request-level reasons (class record): it saw the same identity
+// before and after its run. A later setup record supersedes earlier blocks.
+func heldRecords(sc *engine.StepContext, endpoint string) (setup, prev *held) {
+	if sc.History == nil {
+		return nil, nil
+	}
+	for _, e := range sc.History() {
+		block := e.Type == "block"
+		if !setupTypes[e.Type] && !block {
+			continue
+		}
+		if e.Status != engine.StatusSucceeded && !(block && e.Status == engine.StatusFailed && e.Class == engine.ClassRecord) {
+			continue
+		}
+		seen, ok := target.SeenOf(e.Outputs)
+		if !ok || seen.Endpoint != strings.TrimRight(endpoint, "/") {
+			continue
+		}
+		h := &held{addr: fmt.Sprintf("%s (attempt %d)", e.Addr, e.Attempt), seen: seen, checkedAt: timeAttr(e.Outputs, "checked_at")}
+		if h.checkedAt.IsZero() {
+			h.checkedAt = timeAttr(e.Outputs, "started_at")
+		}
+		if block {
+			prev = h
+		} else {
+			setup, prev = h, nil
+		}
+	}
+	return setup, prev
+}
+
+func timeAttr(v cty.Value, name string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, target.Str(v, name))
+	return t
+}
+
+// identityFinding is one thing that says the target is not what was measured.
+type identityFinding struct {
+	class   engine.FailureClass
+	message string
+}
+
+// checkHeld compares the identity now with the records the block is held to, and
+// looks for resource errors (the engine's oom, die and kill events on docker) since
+// the latest of them. It returns the records' addresses for the gate's evidence.
+func checkHeld(ctx context.Context, sc *engine.StepContext, t target.Target, now target.Seen) (compared []string, f *identityFinding) {
+	setup, prev := heldRecords(sc, t.Endpoint)
+	latest := setup
+	if prev != nil {
+		latest = prev
+	}
+	// The previous block first: a change since it is the most recent one, and the
+	// one a restart between blocks shows as.
+	for _, h := range []*held{prev, setup} {
+		if h == nil {
+			continue
+		}
+		compared = append(compared, h.addr)
+		if ch := h.seen.Changes(now); len(ch) > 0 {
+			return compared, &identityFinding{engine.ClassIdentity, fmt.Sprintf("container %s is not the one %s recorded: %s",
+				t.Container, h.addr, strings.Join(ch, "; "))}
+		}
+	}
+	if latest != nil && t.Runtime == target.RuntimeDocker {
+		since := latest.checkedAt
+		if since.IsZero() {
+			return compared, nil
+		}
+		if f := dockerEvents(ctx, t, since, "since "+latest.addr); f != nil {
+			return compared, f
+		}
+	}
+	return compared, nil
+}
+
+// dockerEvents turns the engine's resource events on the target's container in a
+// window into a finding: an OOM kill is "oom", a death "restart", a signal "identity".
+func dockerEvents(ctx context.Context, t target.Target, since time.Time, window string) *identityFinding {
+	c, err := target.Docker(ctx, t)
+	if err != nil {
+		return &identityFinding{engine.ClassIdentity, err.Error()}
+	}
+	evs, err := c.ResourceEvents(ctx, t.Container, since, time.Now())
+	if err != nil {
+		return &identityFinding{engine.ClassIdentity, fmt.Sprintf("cannot read the engine's events for container %s: %v", t.Container, err)}
+	}
+	for _, class := range []engine.FailureClass{engine.ClassOOM, engine.ClassRestart, engine.ClassIdentity} {
+		for _, e := range evs {
+			if eventClass(e.Action) == class {
+				return &identityFinding{class, fmt.Sprintf("the engine reported %s on container %s at %s (%s) %s",
+					e.Action, t.Container, e.At.Format(time.RFC3339Nano), e.Detail, window)}
+			}
+		}
+	}
+	return nil
+}
+
+func eventClass(action string) engine.FailureClass {
+	switch action {
+	case "oom":
+		return engine.ClassOOM
+	case "die":
+		return engine.ClassRestart
+	}
+	return engine.ClassIdentity
+}
+
+// withIdentity adds what the block saw to its outputs: the identity confirmed before
+// and after the run (empty when the target has no container the block could inspect).
+func withIdentity(outputs cty.Value, before beforeState) cty.Value {
+	m := outputs.AsValueMap()
+	for k := range identityOutputs {
+		m[k] = cty.StringVal("")
+	}
+	if s := before.seen; s != nil && before.confirmed != nil && !before.confirmed.IsZero() {
+		m["container_id"], m["image_id"], m["incarnation"] = cty.StringVal(s.ContainerID), cty.StringVal(s.ImageID), cty.StringVal(s.Incarnation)
+		m["endpoint"] = cty.StringVal(s.Endpoint)
+		m["checked_at"] = cty.StringVal(before.confirmed.UTC().Format(time.RFC3339Nano))
+	}
+	return cty.ObjectVal(m)
+}
+
+func mergeTypes(a, b map[string]cty.Type) map[string]cty.Type {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
