@@ -1,6 +1,8 @@
 // Package sim is rigor's simulated serving stack: an OpenAI-compatible streaming LLM
-// server with a batch-aware timing model, a real prefix cache, vLLM-named Prometheus
-// metrics, fault injection, and a small container runtime (the runtime = "sim"
+// server with a batch-aware timing model, a real prefix cache, Prometheus metrics under
+// vLLM's or SGLang's names (Config.Engine) with that engine's prefix-cache reset
+// endpoint (POST /reset_prefix_cache or /flush_cache), fault injection, and a small
+// container runtime (the runtime = "sim"
 // counterpart of Docker) that starts, stops, restarts and OOM-kills such servers.
 //
 // It exists so that a campaign (and every test of the engine) can run end to end on any

@@ -150,6 +150,20 @@ func (e *engine) finish(j *job, now time.Time) []*job {
 	return woken
 }
 
+// resetCache empties the prefix cache when no request is running or waiting, and
+// otherwise returns how many are (and changes nothing).
+func (e *engine) resetCache() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := int(e.running.Load()) + e.waiting.Len(); n > 0 {
+		return n
+	}
+	evictions := e.cache.evictions
+	e.cache = newPrefixCache(e.prof.PrefixCacheTokens, e.prof.BlockSize)
+	e.cache.evictions = evictions
+	return 0
+}
+
 // wall converts model seconds into a wall-clock duration under the time scale and slowdown.
 func (e *engine) wall(modelSeconds, slow float64) time.Duration {
 	return time.Duration(modelSeconds * slow * e.scale * float64(time.Second))
