@@ -169,7 +169,7 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 	}
 	_ = os.WriteFile(sc.Path("native-after.prom"), snap.Raw, 0o644)
 	if before.metrics != nil {
-		_ = writeJSON(sc.Path("native-deltas.json"), promscrape.Delta(before.metrics, snap))
+		_ = writeJSON(sc.Path("native-deltas.json"), t.Native.Delta(before.metrics, snap))
 	}
 	running, _ := snap.Sum(t.RunningMetric)
 	waiting, _ := snap.Sum(t.WaitingMetric)
