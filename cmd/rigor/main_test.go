@@ -23,7 +23,12 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("QUICKSTART", filepath.Join(root, "examples", "quickstart", "campaign.hcl"))
+			env.Setenv("WAVE1", filepath.Join(root, "examples", "flare-wave1"))
 			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"pilot-of":     cmdPilotOf,
+			"count-within": cmdCountWithin,
 		},
 	})
 }
