@@ -27,8 +27,9 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"pilot-of":     cmdPilotOf,
-			"count-within": cmdCountWithin,
+			"pilot-of":      cmdPilotOf,
+			"count-within":  cmdCountWithin,
+			"cached-within": cmdCachedWithin,
 		},
 	})
 }

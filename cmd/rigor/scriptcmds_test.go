@@ -89,3 +89,32 @@ func cmdCountWithin(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("frozen %s = %v, %s %v..%v (values %s)", args[1], v, map[bool]string{false: "want", true: "must not be in"}[neg], lo, hi, fmt.Sprint(values))
 	}
 }
+
+// cmdCachedWithin checks the reuse a block observed: `cached-within STATE BLOCK LO HI`
+// reads attempts/BLOCK/1/result.json and fails unless its cache.observed.fraction is
+// within LO..HI.
+func cmdCachedWithin(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: cached-within STATE BLOCK LO HI")
+	}
+	b, err := os.ReadFile(filepath.Join(ts.MkAbs(args[0]), "attempts", filepath.FromSlash(args[1]), "1", "result.json"))
+	ts.Check(err)
+	var res struct {
+		Cache struct {
+			Observed struct {
+				Fraction *float64 `json:"fraction"`
+			} `json:"observed"`
+		} `json:"cache"`
+	}
+	ts.Check(json.Unmarshal(b, &res))
+	lo, err1 := strconv.ParseFloat(args[2], 64)
+	hi, err2 := strconv.ParseFloat(args[3], 64)
+	if err1 != nil || err2 != nil {
+		ts.Fatalf("bad bounds %q %q", args[2], args[3])
+	}
+	f := res.Cache.Observed.Fraction
+	if f == nil || *f < lo || *f > hi {
+		ts.Fatalf("%s: cached fraction %v, want %v..%v", args[1], f, lo, hi)
+	}
+	ts.Logf("%s: cached fraction %.4f", args[1], *f)
+}
