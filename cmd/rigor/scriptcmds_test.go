@@ -77,11 +77,7 @@ func cmdCountWithin(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	var values map[string]float64
 	ts.Check(json.Unmarshal(b, &values))
-	lo, err1 := strconv.ParseFloat(args[2], 64)
-	hi, err2 := strconv.ParseFloat(args[3], 64)
-	if err1 != nil || err2 != nil {
-		ts.Fatalf("bad bounds %q %q", args[2], args[3])
-	}
+	lo, hi := bounds(ts, args[2], args[3])
 	v, ok := values[args[1]]
 	in := ok && v >= lo && v <= hi
 	ts.Logf("frozen %s = %v (want %v..%v)", args[1], v, lo, hi)
@@ -107,14 +103,20 @@ func cmdCachedWithin(ts *testscript.TestScript, neg bool, args []string) {
 		} `json:"cache"`
 	}
 	ts.Check(json.Unmarshal(b, &res))
-	lo, err1 := strconv.ParseFloat(args[2], 64)
-	hi, err2 := strconv.ParseFloat(args[3], 64)
-	if err1 != nil || err2 != nil {
-		ts.Fatalf("bad bounds %q %q", args[2], args[3])
-	}
+	lo, hi := bounds(ts, args[2], args[3])
 	f := res.Cache.Observed.Fraction
 	if f == nil || *f < lo || *f > hi {
 		ts.Fatalf("%s: cached fraction %v, want %v..%v", args[1], f, lo, hi)
 	}
 	ts.Logf("%s: cached fraction %.4f", args[1], *f)
+}
+
+// bounds parses the LO and HI arguments of a range check.
+func bounds(ts *testscript.TestScript, lo, hi string) (float64, float64) {
+	l, err1 := strconv.ParseFloat(lo, 64)
+	h, err2 := strconv.ParseFloat(hi, 64)
+	if err1 != nil || err2 != nil {
+		ts.Fatalf("bad bounds %q %q", lo, hi)
+	}
+	return l, h
 }
