@@ -161,7 +161,11 @@ func (c Config) Validate() error {
 	if c.Repetition < 0 {
 		bad("repetition %d: want >= 0", c.Repetition)
 	}
-	if err := c.CorpusID().Validate(); err != nil && c.Concurrency >= 1 {
+	// The corpus setting is checked whatever the concurrency; its cell and lane only
+	// once there is a concurrency to name the cell.
+	if id := c.CorpusID(); id.Spec.Validate() != nil {
+		errs = append(errs, id.Spec.Validate())
+	} else if err := id.Validate(); err != nil && c.Concurrency >= 1 {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {

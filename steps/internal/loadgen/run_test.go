@@ -441,13 +441,16 @@ func TestValidateConfig(t *testing.T) {
 		mut  func(*Config)
 		want string
 	}{
-		"bad endpoint":      {func(c *Config) { c.Endpoint = "localhost:8000" }, "endpoint"},
-		"zero concurrency":  {func(c *Config) { c.Concurrency = 0 }, "concurrency"},
-		"open without rate": {func(c *Config) { c.Mode = ModeOpen }, "rate"},
-		"unknown arrival":   {func(c *Config) { c.Mode, c.Rate, c.Arrival = ModeOpen, 1, "bursty" }, "arrival"},
-		"unknown corpus":    {func(c *Config) { c.Workload.Corpus = "natural" }, "synthetic-repeated-code, synthetic-summary"},
-		"unknown api":       {func(c *Config) { c.API = "responses" }, "api"},
-		"no id prefix":      {func(c *Config) { c.IDPrefix = "" }, "id prefix"},
+		"bad endpoint":                {func(c *Config) { c.Endpoint = "localhost:8000" }, "endpoint"},
+		"zero concurrency":            {func(c *Config) { c.Concurrency = 0 }, "concurrency"},
+		"open without rate":           {func(c *Config) { c.Mode = ModeOpen }, "rate"},
+		"unknown arrival":             {func(c *Config) { c.Mode, c.Rate, c.Arrival = ModeOpen, 1, "bursty" }, "arrival"},
+		"unknown corpus":              {func(c *Config) { c.Workload.Corpus = "natural" }, "synthetic-repeated-code, synthetic-summary"},
+		"unknown api":                 {func(c *Config) { c.API = "responses" }, "api"},
+		"no id prefix":                {func(c *Config) { c.IDPrefix = "" }, "id prefix"},
+		"unknown lane":                {func(c *Config) { c.Lane = "warmup" }, `lane "warmup"`},
+		"bad cell":                    {func(c *Config) { c.Cell = "four" }, `cell "four"`},
+		"corpus and zero concurrency": {func(c *Config) { c.Concurrency, c.Workload.Prefixes = 0, "warm" }, `unknown prefixes mode "warm"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
