@@ -263,7 +263,7 @@ func loadConfig(sc *engine.StepContext, t target.Target) (loadgen.Config, string
 		}
 	}
 	lc.Endpoint, lc.Model, lc.APIKey = t.Endpoint, model, loadgen.Secret(t.APIKey)
-	lc.API = target.Str(cfg.GetAttr("workload"), "api")
+	lc.API = target.Str(attrOf(cfg, "workload"), "api")
 	lc.Mode, lc.Rate = target.Str(cfg, "mode"), target.Num(cfg, "rate", 0)
 	lc.IDPrefix = requestIDPrefix(sc, lc.Concurrency, lc.Repetition)
 	lc.Timeout = (Step{}).DefaultTimeout()

@@ -191,3 +191,13 @@ func TestCacheResetWithoutCall(t *testing.T) {
 		t.Errorf("class %s %q, %d records", run.res.Class, run.res.Message, len(run.records))
 	}
 }
+
+// TestExpectCacheMustBeAState: a declared expectation that is no cache state is a
+// configuration error, found before anything is sent.
+func TestExpectCacheMustBeAState(t *testing.T) {
+	rn := startSim(t, sim.Config{})
+	run := runSimBlock(t, rn, blockOpts{expect: "warm"})
+	if run.res.Class != engine.ClassConfig || !strings.Contains(run.res.Message, `expect_cache "warm": want one of cold, primed, shared`) || len(run.records) != 0 {
+		t.Errorf("class %s %q, %d records", run.res.Class, run.res.Message, len(run.records))
+	}
+}

@@ -35,7 +35,7 @@ type corpusInfo struct {
 // workloadOf reads the corpus setting and sampling of a block's workload; the block's
 // own corpus_seed, when set, replaces the workload's (a matrix sets it per cell).
 func workloadOf(cfg cty.Value) (loadgen.Workload, string, error) {
-	w := cfg.GetAttr("workload")
+	w := attrOf(cfg, "workload")
 	if w.IsNull() || !w.Type().IsObjectType() {
 		return loadgen.Workload{}, "", fmt.Errorf("workload must be a workload block reference such as workload.capacity")
 	}
@@ -44,7 +44,7 @@ func workloadOf(cfg cty.Value) (loadgen.Workload, string, error) {
 		NominalContext: target.Int(w, "nominal_context", 1024), Prefixes: target.Str(w, "prefixes"),
 		Fresh: target.Bool(w, "fresh_prefixes"),
 	}
-	if s := cfg.GetAttr("corpus_seed"); !s.IsNull() && s.IsKnown() {
+	if s := attrOf(cfg, "corpus_seed"); !s.IsNull() && s.IsKnown() && s.Type() == cty.Number {
 		f, _ := s.AsBigFloat().Int64()
 		wl.CorpusSeed = f
 	}
@@ -90,7 +90,7 @@ func laneOf(cfg cty.Value) string {
 // render it, and its key.
 func corpusPlan(cfg cty.Value) (loadgen.Config, string, error) {
 	for _, name := range []string{"concurrency", "requests", "workload", "corpus_seed", "repetition", "phase"} {
-		if v := cfg.GetAttr(name); !v.IsWhollyKnown() {
+		if v := attrOf(cfg, name); !v.IsWhollyKnown() {
 			return loadgen.Config{}, "", fmt.Errorf("%s is not known yet", name)
 		}
 	}
@@ -149,4 +149,12 @@ func requestIDPrefix(sc *engine.StepContext, concurrency, rep int) string {
 		id += "/a" + strconv.Itoa(sc.Attempt)
 	}
 	return id
+}
+
+// attrOf reads an attribute of a configuration object, null when it has none.
+func attrOf(cfg cty.Value, name string) cty.Value {
+	if cfg.IsNull() || !cfg.IsKnown() || !cfg.Type().IsObjectType() || !cfg.Type().HasAttribute(name) {
+		return cty.NullVal(cty.DynamicPseudoType)
+	}
+	return cfg.GetAttr(name)
 }
