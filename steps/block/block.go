@@ -114,19 +114,20 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if res != nil {
 		return *res
 	}
-	// The reset comes after the idle gate (a reset under load is refused) and before
-	// the native scrape, so the counters before the block are the reset server's.
+	gpu, res := startGPU(ctx, sc, cfg, gates)
+	if res != nil {
+		return *res
+	}
+	// The reset comes after every gate (a reset under load is refused) and before the
+	// native scrape, so the counters before the block are the reset server's.
 	var reset *resetCall
 	if target.Bool(cfg, "reset_cache") {
 		rc, err := resetCache(ctx, t)
 		if err != nil {
+			_ = gpu.finish()
 			return engine.Failed(engine.ClassGate, "cache reset before the block: %v", err)
 		}
 		reset = rc
-	}
-	gpu, res := startGPU(ctx, sc, cfg, gates)
-	if res != nil {
-		return *res
 	}
 	if snap, err := promscrape.Scrape(ctx, t.Metrics); err == nil {
 		_ = os.WriteFile(sc.Path("native-before.prom"), snap.Raw, 0o644)
@@ -162,6 +163,9 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if runErr != nil && result == nil {
 		// Stop sampling before the engine hashes the artefacts.
 		_ = gpu.finish()
+		if ctx.Err() != nil {
+			return engine.Result{Status: engine.StatusInterrupted, Class: engine.ClassInterrupted, Message: "block cancelled before its first request: " + runErr.Error()}
+		}
 		if errors.Is(runErr, loadgen.ErrWarmup) {
 			// Nothing was sent: the target did not accept a connection.
 			return engine.Failed(engine.ClassHealth, "block could not run: %v", runErr)

@@ -97,6 +97,7 @@ type blockOpts struct {
 	history       []engine.Ended
 	addr          string
 	instCell, key string
+	cancelled     bool // run with a context cancelled before the block starts
 }
 
 func startSim(t *testing.T, cfg sim.Config) *sim.Running {
@@ -208,7 +209,12 @@ func runSimBlock(t *testing.T, rn *sim.Running, o blockOpts) blockRun {
 		Progress: func(p engine.Progress) { mu.Lock(); run.progress = append(run.progress, p); mu.Unlock() },
 		History:  func() []engine.Ended { return o.history },
 	}
-	run.res = block.Step{}.Run(context.Background(), sc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if o.cancelled {
+		cancel()
+	}
+	run.res = block.Step{}.Run(ctx, sc)
 	run.dir = dir
 	if f, err := os.Open(filepath.Join(dir, "requests.jsonl")); err == nil {
 		run.records, err = loadgen.ReadRecords(f)

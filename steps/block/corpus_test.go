@@ -176,6 +176,16 @@ func TestWarmupOnDeadTargetIsHealth(t *testing.T) {
 	}
 }
 
+// TestCancelledBeforeWarmupIsInterrupted: a block cancelled before its connections
+// are open was interrupted, not a health failure of its target.
+func TestCancelledBeforeWarmupIsInterrupted(t *testing.T) {
+	rn := startSim(t, sim.Config{})
+	run := runSimBlock(t, rn, blockOpts{requests: 4, cancelled: true})
+	if run.res.Status != engine.StatusInterrupted || run.res.Class != engine.ClassInterrupted {
+		t.Errorf("status %s class %s: %s", run.res.Status, run.res.Class, run.res.Message)
+	}
+}
+
 // TestSGLangTarget runs a block against a simulator serving SGLang's metric names,
 // through a target with engine = "sglang": the idle gate reads SGLang's gauges, the
 // native counters and the cache reuse come from SGLang's counters, and the reset goes
