@@ -248,8 +248,13 @@ func decodeCorpus(m *Matrix, ctx *hcl.EvalContext, concs []int, priming bool) (m
 			}
 			for _, c := range concs {
 				w, ok := perCell[c]
-				if !ok || !w.IsKnown() || w.IsNull() || !w.Type().IsObjectType() {
+				if !ok || !w.IsKnown() {
 					continue
+				}
+				if w.IsNull() || !w.Type().IsObjectType() || !w.Type().HasAttribute("name") {
+					diags = append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type",
+						"workload must be a workload reference such as workload.capacity, or a map of them keyed by cell such as { c1 = workload.short, c4 = workload.long }."))
+					break
 				}
 				if priming && w.Type().HasAttribute("fresh_prefixes") {
 					if f := w.GetAttr("fresh_prefixes"); f.IsKnown() && !f.IsNull() && f.Type() == cty.Bool && f.True() {
