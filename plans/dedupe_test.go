@@ -17,7 +17,7 @@ target "t" {
   endpoint = "http://127.0.0.1:8000"
 }
 matrix "m" {
-  workload    = "w"
+  workload    = workload.w
   concurrency = [1, 4]
   repetitions = 3
   priming     = true
@@ -29,6 +29,7 @@ matrix "m" {
     target = target.t
   }
 }
+workload "w" {}
 `
 	path := filepath.Join(t.TempDir(), "c.hcl")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {

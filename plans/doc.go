@@ -10,6 +10,8 @@
 //     that will produce it, until that step has run. Nothing unknown is ever hashed.
 //   - Sensitive values are marked and never appear in canonical JSON or hashes.
 //   - Output is deterministic: instances keep declaration order, maps are sorted.
+//   - Meta-arguments are written once, as meta-arguments; a step type whose schema
+//     names one (the block's phase) receives its value in its configuration too.
 //
 // Out of scope: running anything. The engine executes instances; step types supply
 // their own configuration schemas through the StepType interface.

@@ -161,11 +161,15 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		inst.Meta = meta
 		spec := s.StepType.Spec()
 		body := s.Body
+		phase := meta.Phase
 		inst.evalConfig = func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 			if keyed {
 				ctx = withEach(ctx, key, each)
 			}
 			v, d := hcldec.Decode(body, spec, ctx)
+			if _, wants := spec[metaPhase]; wants && phase != "" {
+				v = withAttr(v, metaPhase, cty.StringVal(phase))
+			}
 			return v, listValid(d, fmt.Sprintf("step type %q", s.Type), specNames(spec))
 		}
 		return inst
@@ -223,6 +227,19 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 	return insts, diags
 }
 
+// withAttr sets one attribute of a decoded configuration object. A step type whose
+// schema declares an attribute named like a meta-argument (phase) receives the
+// meta-argument's value there: the user writes it once, as the meta-argument.
+func withAttr(v cty.Value, name string, val cty.Value) cty.Value {
+	u, marks := v.Unmark()
+	if !u.IsKnown() || u.IsNull() || !u.Type().IsObjectType() || !u.Type().HasAttribute(name) {
+		return v
+	}
+	m := u.AsValueMap()
+	m[name] = val
+	return cty.ObjectVal(m).WithMarks(marks)
+}
+
 func withEach(ctx *hcl.EvalContext, key string, value cty.Value) *hcl.EvalContext {
 	child := ctx.NewChild()
 	child.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{
@@ -264,6 +281,8 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			}
 		}
 	}
+	corpus, d := decodeCorpus(m, ctx0, concs, priming)
+	diags = append(diags, d...)
 	metaAttrs := hcl.Attributes{}
 	for _, n := range []string{"timeout", "uses", "on_failure"} {
 		if a, ok := m.Attrs[n]; ok {
@@ -275,7 +294,17 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
-	for _, name := range []string{"target", "workload", "concurrency", "requests", "repetition", "arm", "cell", "gates"} {
+	needs := []string{"target", "workload", "concurrency", "requests", "repetition", "arm", "cell", "gates"}
+	if m.Attrs["corpus_seed"] != nil {
+		needs = append(needs, "corpus_seed")
+	}
+	if m.Attrs["expect_cache"] != nil {
+		needs = append(needs, "expect_cache")
+	}
+	if len(corpus.reset) > 0 {
+		needs = append(needs, "reset_cache")
+	}
+	for _, name := range needs {
 		if _, ok := spec[name]; !ok {
 			return nil, nil, hcl.Diagnostics{errorAt(m.DeclRange, "Matrix cannot expand block", "The block step type has no %q argument.", name)}
 		}
@@ -325,7 +354,16 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 					Meta: im, DeclRange: m.DeclRange, outputType: blockType.OutputType(), entity: m.ID(),
 					Arm: arm.Name, Cell: fmt.Sprintf("%s/c%d", arm.Name, c),
 				}
-				inst.evalConfig = matrixConfig(m, arm, c, k.rep, inst.Cell, implied)
+				cb := cellBlock{conc: c, rep: k.rep, cell: inst.Cell, phase: k.phase}
+				// The first block of each cell resets the cache when the arm says so;
+				// a measured repetition is primed when a priming block or an earlier
+				// repetition sent its corpus before it.
+				cb.reset = corpus.reset[arm.Name] && (k.phase == "priming" || (!priming && k.rep == 1))
+				if k.phase == "measured" {
+					cb.primed = priming || k.rep > 1
+					cb.expect = corpus.expect
+				}
+				inst.evalConfig = matrixConfig(m, arm, cb, implied)
 				insts = append(insts, inst)
 			}
 		}
@@ -333,7 +371,15 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 	return insts, setups, diags
 }
 
-func matrixConfig(m *Matrix, arm *Arm, conc, rep int, cell string, implied cty.Type) func(*hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+// cellBlock is what one matrix instance's configuration adds to the matrix's own.
+type cellBlock struct {
+	conc, rep     int
+	cell, phase   string
+	primed, reset bool
+	expect        string // "" = the block derives its expected cache state
+}
+
+func matrixConfig(m *Matrix, arm *Arm, cb cellBlock, implied cty.Type) func(*hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	return func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		var diags hcl.Diagnostics
 		val := func(x hcl.Expression) cty.Value {
@@ -341,20 +387,39 @@ func matrixConfig(m *Matrix, arm *Arm, conc, rep int, cell string, implied cty.T
 			diags = append(diags, d...)
 			return v
 		}
+		// perCell picks this cell's entry when v is a per-cell map.
+		perCell := func(v cty.Value) cty.Value {
+			u, marks := v.Unmark()
+			if isCellMap(u) {
+				if e, ok := cellEntry(u, cb.conc); ok {
+					return e.WithMarks(marks)
+				}
+			}
+			return v
+		}
 		obj := map[string]cty.Value{
 			"target":      val(arm.Target),
-			"workload":    val(m.Attrs["workload"].Expr),
-			"concurrency": cty.NumberIntVal(int64(conc)),
-			"repetition":  cty.NumberIntVal(int64(rep)),
+			"workload":    perCell(val(m.Attrs["workload"].Expr)),
+			"concurrency": cty.NumberIntVal(int64(cb.conc)),
+			"repetition":  cty.NumberIntVal(int64(cb.rep)),
 			"arm":         cty.StringVal(arm.Name),
-			"cell":        cty.StringVal(cell),
+			"cell":        cty.StringVal(cb.cell),
+			"phase":       cty.StringVal(cb.phase),
+			"primed":      cty.BoolVal(cb.primed),
+			"reset_cache": cty.BoolVal(cb.reset),
+		}
+		if cb.expect != "" {
+			obj["expect_cache"] = cty.StringVal(cb.expect)
+		}
+		if a, ok := m.Attrs["corpus_seed"]; ok {
+			obj["corpus_seed"] = perCell(val(a.Expr))
 		}
 		if a, ok := m.Attrs["gates"]; ok {
 			obj["gates"] = val(a.Expr)
 		}
 		reqAttr := m.Attrs["requests"]
 		req := val(reqAttr.Expr)
-		obj["requests"] = requestsFor(req, conc, reqAttr.Expr.Range(), &diags)
+		obj["requests"] = requestsFor(req, cb.conc, reqAttr.Expr.Range(), &diags)
 		if diags.HasErrors() {
 			return cty.DynamicVal, diags
 		}
@@ -388,17 +453,8 @@ func requestsFor(req cty.Value, conc int, rng hcl.Range, diags *hcl.Diagnostics)
 		return req
 	}
 	if ty.IsMapType() || ty.IsObjectType() {
-		for _, k := range []string{fmt.Sprintf("c%d", conc), fmt.Sprint(conc)} {
-			kv := cty.StringVal(k)
-			if unmarked.Type().IsObjectType() {
-				if unmarked.Type().HasAttribute(k) {
-					return unmarked.GetAttr(k).WithMarks(marks)
-				}
-				continue
-			}
-			if unmarked.HasIndex(kv).True() {
-				return unmarked.Index(kv).WithMarks(marks)
-			}
+		if e, ok := cellEntry(unmarked, conc); ok {
+			return e.WithMarks(marks)
 		}
 		*diags = append(*diags, errorAt(rng, "Missing request count", "requests has no entry for concurrency %d; use the key \"c%d\".", conc, conc))
 		return cty.UnknownVal(cty.Number)

@@ -31,14 +31,19 @@ func testStepTypes() plans.StepTypes {
 	return plans.StepTypes{
 		"block": specType{
 			spec: hcldec.ObjectSpec{
-				"target":      attr("target", cty.DynamicPseudoType, false),
-				"workload":    attr("workload", cty.DynamicPseudoType, false),
-				"concurrency": attr("concurrency", cty.Number, false),
-				"requests":    attr("requests", cty.Number, false),
-				"repetition":  attr("repetition", cty.Number, false),
-				"arm":         attr("arm", cty.String, false),
-				"cell":        attr("cell", cty.String, false),
-				"gates":       attr("gates", cty.DynamicPseudoType, false),
+				"target":       attr("target", cty.DynamicPseudoType, false),
+				"workload":     attr("workload", cty.DynamicPseudoType, false),
+				"concurrency":  attr("concurrency", cty.Number, false),
+				"requests":     attr("requests", cty.Number, false),
+				"repetition":   attr("repetition", cty.Number, false),
+				"arm":          attr("arm", cty.String, false),
+				"cell":         attr("cell", cty.String, false),
+				"gates":        attr("gates", cty.DynamicPseudoType, false),
+				"phase":        attr("phase", cty.String, false),
+				"primed":       attr("primed", cty.Bool, false),
+				"reset_cache":  attr("reset_cache", cty.Bool, false),
+				"expect_cache": attr("expect_cache", cty.String, false),
+				"corpus_seed":  attr("corpus_seed", cty.Number, false),
 			},
 			out: cty.Object(map[string]cty.Type{
 				"seconds_per_request": cty.Number,

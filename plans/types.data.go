@@ -36,10 +36,18 @@ var dataSchemas = map[string]*hcl.BodySchema{
 		"running_metric", "waiting_metric", "preflight", "protected_files",
 		"memory", "cpus", "labels", // docker runtime: container limits and labels
 		"identity_header", // response header naming the incarnation that answered; "" disables
+		// The serving engine ("vllm" by default, or "sglang") picks the native metric
+		// names' preset; each *_metric attribute overrides one name. cache_reset is
+		// the path POSTed to empty the prefix cache, e.g. "/reset_prefix_cache".
+		"engine", "cache_reset",
+		"kv_usage_metric", "prefix_cache_queries_metric", "prefix_cache_hits_metric",
+		"prompt_tokens_metric", "generation_tokens_metric", "preemptions_metric",
+		"request_success_metric", "finished_reason_label", "requests_aborted_metric",
 	),
 	blockWorkload: attrSchema(
 		"corpus", "corpus_seed", "nominal_context", "prefixes", "api",
 		"max_tokens", "temperature", "top_p", "seed", "reasoning_effort",
+		"fresh_prefixes", // a cold lane: new prompts every repetition
 	),
 	blockGate: attrSchema(
 		"health", "idle", "identity", "frozen_inputs", "power_limit_watts", "gpu_count",

@@ -15,6 +15,7 @@ type SimOptions struct {
 	Listen         string
 	Model          string
 	ReasoningField string
+	Engine         string // "vllm" (default) or "sglang": metric names and cache reset path
 	TimeScale      float64
 	Seed           uint64
 	// AllocateMB, when positive, makes the server allocate and touch that many MiB
@@ -34,7 +35,7 @@ func ServeSimulator(o SimOptions) (string, func() error, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	r, err := sim.Listen(o.Listen, sim.Config{Profile: prof, ModelName: o.Model, Seed: o.Seed, TimeScale: o.TimeScale, ReasoningField: o.ReasoningField})
+	r, err := sim.Listen(o.Listen, sim.Config{Profile: prof, ModelName: o.Model, Seed: o.Seed, TimeScale: o.TimeScale, ReasoningField: o.ReasoningField, Engine: o.Engine})
 	if err != nil {
 		return "", nil, err
 	}

@@ -71,6 +71,7 @@ func TestScripts(t *testing.T) {
 					env.T().Fatal(err)
 				}
 			})
+			env.Setenv("WAVE1", filepath.Join(root, "examples", "flare-wave1"))
 			return nil
 		},
 	})

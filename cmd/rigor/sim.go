@@ -70,6 +70,7 @@ setting come from the container's directory, and the other flags must not be set
 	serve.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:8000", "address to listen on (0.0.0.0:PORT inside a container)")
 	serve.Flags().StringVar(&o.Model, "model", "", "served model name (default: the profile's)")
 	serve.Flags().StringVar(&o.ReasoningField, "reasoning-field", "", "delta field for reasoning tokens: reasoning_content (default) or reasoning")
+	serve.Flags().StringVar(&o.Engine, "engine", "", "serving engine to imitate on /metrics and the cache reset endpoint: vllm (default) or sglang")
 	serve.Flags().Float64Var(&o.TimeScale, "time-scale", 1, "multiply every modelled delay (0.01 = 100x faster)")
 	serve.Flags().Uint64Var(&o.Seed, "seed", 0, "seed of the per-request random choices")
 	serve.Flags().IntVar(&o.AllocateMB, "allocate-mb", 0, "allocate and touch this many MiB (after --allocate-after) and hold them: makes a memory-limited container OOM")

@@ -19,6 +19,10 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"forge":    forgeCmd,
 	"cuttail":  cutTailCmd,
 	"exitcode": exitcodeCmd,
+	// corpus and cache checks (scriptcmds_test.go)
+	"pilot-of":      cmdPilotOf,
+	"count-within":  cmdCountWithin,
+	"cached-within": cmdCachedWithin,
 }
 
 // forgeCmd: forge STATE FILE TEXT replaces FILE (relative to STATE) with TEXT,

@@ -4,13 +4,16 @@
 #   go run ./cmd/rigor plan show  examples/flare-wave1
 #   go run ./cmd/rigor plan apply examples/flare-wave1 --state runs/wave1
 #
-# On the simulator the seed's timings run time_scale times faster, and block_seconds
-# stands in for the seed's 120 s blocks; both are variables, stated in every result.
+# On the simulator every modelled delay is multiplied by time_scale (0.02: the seed's
+# timings run 50x faster), and block_seconds stands in for the seed's 120 s blocks at
+# that scale; both are variables, stated in every result.
 
 campaign "flare-wave1" {
   description = "Identify scheduler, graph/rank, kernel and delivery costs under the same two 300 W GPUs. No promotion."
-  # Request corpus settings, recipes and discovery files are hashed when the plan is
-  # frozen and re-checked before every step that names them.
+  # Files hashed when the plan is frozen. The request corpus is not a file: every
+  # block records the sha256 of the corpus it sends (result.json, "corpus") and reports
+  # it to the engine under "corpus <workload> <cell> <lane>", so every arm of a cell
+  # is held to the same prompts.
   frozen = ["fixtures/oracle.txt", "fixtures/discovery.json"]
 
   # 4. 90-minute maximum model outage with 20 minutes reserved for restoration.
@@ -27,20 +30,20 @@ variable "port" {
 
 variable "time_scale" {
   type        = number
-  default     = 0.01
+  default     = 0.02
   description = "Simulator time scale (1 = the seed's real timings)."
 }
 
 variable "block_seconds" {
   type        = number
-  default     = 1.2
-  description = "Target block duration for the pilot-derived counts (the seed uses 120)."
+  default     = 2.4
+  description = "Target block duration for the pilot-derived counts: the seed's 120 s at time_scale 0.02."
 }
 
 variable "trace_window" {
   type        = string
   default     = "100ms"
-  description = "Scheduler capture window: 1s on real hosts (seed 001); at time_scale 0.01, 100 ms of wall clock covers 10 s of modelled serving, more than the trace buffer holds in 1 s."
+  description = "Scheduler capture window: 1s on real hosts (seed 001); at time_scale 0.02, 100 ms of wall clock covers 5 s of modelled serving, more than the trace buffer holds in 1 s."
 }
 
 variable "api_key" {
@@ -57,6 +60,9 @@ host "node" {
   sim_power_limit_watts = 300
 }
 
+# Every target serves vLLM's metric names (engine = "vllm", the default) and declares
+# vLLM's prefix-cache reset call, which a real vLLM serves with VLLM_SERVER_DEV_MODE=1;
+# the primary arms reset before their first block so none inherits another's cache.
 target "incumbent" {
   host            = host.node
   container       = "wave1-incumbent"
@@ -65,30 +71,35 @@ target "incumbent" {
   time_scale      = var.time_scale
   api_key         = var.api_key
   protected_files = ["fixtures/discovery.json"]
+  cache_reset     = "/reset_prefix_cache"
 }
 
 target "flare_control" {
-  host       = host.node
-  container  = "wave1-flare-control"
-  profile    = "flare"
-  endpoint   = "http://127.0.0.1:${var.port}"
-  time_scale = var.time_scale
-  api_key    = var.api_key
+  host        = host.node
+  container   = "wave1-flare-control"
+  profile     = "flare"
+  endpoint    = "http://127.0.0.1:${var.port}"
+  time_scale  = var.time_scale
+  api_key     = var.api_key
+  cache_reset = "/reset_prefix_cache"
 }
 
 # The instrumented build: on real hosts its image comes from step.build; on the
 # simulator it is the flare profile with its scheduler-trace endpoint.
 target "flare_instrumented" {
-  host       = host.node
-  container  = "wave1-flare-instrumented"
-  profile    = "flare"
-  endpoint   = "http://127.0.0.1:${var.port}"
-  time_scale = var.time_scale
-  api_key    = var.api_key
+  host        = host.node
+  container   = "wave1-flare-instrumented"
+  profile     = "flare"
+  endpoint    = "http://127.0.0.1:${var.port}"
+  time_scale  = var.time_scale
+  api_key     = var.api_key
+  cache_reset = "/reset_prefix_cache"
 }
 
 # 3. Capacity workload: nominal context 10240 (not a measured token count), max
-# output 2048, temperature 1, top_p 0.95, reasoning max, API seed 42, unique prefixes.
+# output 2048, temperature 1, top_p 0.95, reasoning max, API seed 42, unique prefixes
+# (distinct per request within a block). corpus_seed binds prompt content; it is never
+# sent as an API seed. The primary matrix gives each cell its own seed.
 workload "capacity" {
   corpus           = "synthetic-summary"
   corpus_seed      = 4342
@@ -101,7 +112,9 @@ workload "capacity" {
   prefixes         = "unique"
 }
 
-# 5. Extended lanes: nominal context 32768, repeated prefixes.
+# 5. Extended lanes: nominal context 32768, repeated prefixes (shared by the requests
+# of a block) versus unique cold prefixes ("cold means fresh prefix": new prompts every
+# repetition). Cached-token counters establish the reuse each block saw.
 workload "extended_repeated" {
   corpus           = "synthetic-repeated-code"
   corpus_seed      = 4642
@@ -111,6 +124,18 @@ workload "extended_repeated" {
   top_p            = 0.95
   reasoning_effort = "max"
   prefixes         = "repeated"
+}
+
+workload "extended_cold" {
+  corpus           = "synthetic-repeated-code"
+  corpus_seed      = 4642
+  nominal_context  = 32768
+  max_tokens       = 2048
+  temperature      = 1
+  top_p            = 0.95
+  reasoning_effort = "max"
+  prefixes         = "unique"
+  fresh_prefixes   = true
 }
 
 # Gates before every block (amendment after the first C4 failure): exact container
@@ -152,7 +177,8 @@ step "identity" "incumbent" {
   timeout = "1m"
 }
 
-# 3. Pilot at C1 and C4, 16 requests.
+# 3. Pilot at C1 and C4, 16 requests, on a corpus of its own (the pilot lane): cold,
+# and disjoint from every measured block's prompts.
 step "block" "pilot" {
   for_each    = { c1 = 1, c4 = 4 }
   target      = target.incumbent
@@ -167,7 +193,9 @@ step "block" "pilot" {
 }
 
 # 3. Counts targeting block_seconds, rounded up to a multiple of the concurrency,
-# at most 256, frozen before any Flare traffic (the seed's C1 = 52, C4 = 160).
+# at most 256, frozen before any Flare traffic. On the simulator they come out within
+# 10 % of the seed's C1 = 52 and C4 = 160 at any time scale
+# (cmd/rigor/testdata/script/wave1_pilot.txtar runs this pilot at two).
 step "freeze" "counts" {
   values = {
     for k, b in step.block.pilot :
@@ -228,10 +256,17 @@ step "deploy" "flare_extended" {
   depends_on = [step.block.primary]
 }
 
-# 4. Primary clean matrix in ABBA order, C1/C4, one priming block and three measured
-# repetitions per cell, a 600 s hard bound per block.
+# 4. Primary clean matrix in ABBA order, C1/C4, a 600 s hard bound per block. Each arm
+# first primes the entire per-concurrency corpus once (seeds 4342/4642), then runs
+# three repetitions on the same corpus with deterministic request IDs per repetition;
+# every arm resets its target's prefix cache before the first block of each cell. On
+# the simulator the C1 repetitions find their corpus cached; the C4 corpus (160 prompts
+# of about 7.7K tokens) outgrows the 998,210-token prefix cache, so its repetitions find
+# it evicted and result.json records the contradiction (seed 001: "a primed corpus is
+# not necessarily resident").
 matrix "primary" {
   workload    = workload.capacity
+  corpus_seed = { c1 = 4342, c4 = 4642 }
   concurrency = [1, 4]
   repetitions = 3
   priming     = true
@@ -241,27 +276,48 @@ matrix "primary" {
   uses        = ["gpu"]
 
   arm "incumbent_before" {
-    target = target.incumbent
-    setup  = [step.freeze.counts]
+    target      = target.incumbent
+    setup       = [step.freeze.counts]
+    reset_cache = true
   }
   arm "flare_control" {
-    target = target.flare_control
-    setup  = [step.deploy.flare_control]
+    target      = target.flare_control
+    setup       = [step.deploy.flare_control]
+    reset_cache = true
   }
   arm "flare_instrumented" {
-    target = target.flare_instrumented
-    setup  = [step.deploy.flare_instrumented]
+    target      = target.flare_instrumented
+    setup       = [step.deploy.flare_instrumented]
+    reset_cache = true
   }
   arm "incumbent_after" {
-    target = target.incumbent
-    setup  = [step.deploy.incumbent_after]
+    target      = target.incumbent
+    setup       = [step.deploy.incumbent_after]
+    reset_cache = true
   }
 }
 
 # 5. Extended lanes, 8 requests, three repetitions, only if the outage budget allows
-# (the engine defers them otherwise) and the primary matrix did not stop the wave.
+# (the engine defers them otherwise) and the primary matrix did not stop the wave. The
+# repeated lane shares prefixes within its first repetition and finds them primed in
+# the next two; the cold lane sends fresh prompts every repetition.
 matrix "extended" {
   workload    = workload.extended_repeated
+  concurrency = [1, 4]
+  repetitions = 3
+  requests    = 8
+  timeout     = "600s"
+  gates       = [gate.before_block]
+  uses        = ["gpu"]
+
+  arm "flare_instrumented" {
+    target = target.flare_instrumented
+    setup  = [step.deploy.flare_extended]
+  }
+}
+
+matrix "extended_cold" {
+  workload    = workload.extended_cold
   concurrency = [1, 4]
   repetitions = 3
   requests    = 8

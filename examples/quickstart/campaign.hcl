@@ -42,22 +42,26 @@ host "laptop" {
   gpus    = "sim"
 }
 
+# Both serve vLLM's metric names and its prefix-cache reset call (engine = "vllm" is
+# the default), which the arms use to start from an empty cache.
 target "incumbent" {
-  host       = host.laptop
-  container  = "quickstart-incumbent"
-  profile    = "incumbent"
-  endpoint   = "http://127.0.0.1:${var.port}"
-  time_scale = var.time_scale
-  api_key    = var.api_key
+  host        = host.laptop
+  container   = "quickstart-incumbent"
+  profile     = "incumbent"
+  endpoint    = "http://127.0.0.1:${var.port}"
+  time_scale  = var.time_scale
+  api_key     = var.api_key
+  cache_reset = "/reset_prefix_cache"
 }
 
 target "candidate" {
-  host       = host.laptop
-  container  = "quickstart-candidate"
-  profile    = "flare"
-  endpoint   = "http://127.0.0.1:${var.port}"
-  time_scale = var.time_scale
-  api_key    = var.api_key
+  host        = host.laptop
+  container   = "quickstart-candidate"
+  profile     = "flare"
+  endpoint    = "http://127.0.0.1:${var.port}"
+  time_scale  = var.time_scale
+  api_key     = var.api_key
+  cache_reset = "/reset_prefix_cache"
 }
 
 workload "capacity" {
@@ -94,6 +98,8 @@ step "deploy" "incumbent" {
   rerun_safe = true # deploying again converges on the same target
 }
 
+# The pilot sends a corpus of its own (the pilot lane), cold: no measured block sends
+# its prompts.
 step "block" "pilot" {
   for_each    = { c1 = 1, c4 = 4 }
   target      = target.incumbent
@@ -111,11 +117,12 @@ step "block" "pilot" {
 }
 
 # Seed 001: counts targeting a fixed block time, rounded up to a multiple of the
-# concurrency, capped; frozen before any candidate traffic.
+# concurrency, capped; frozen before any candidate traffic. block_seconds 0.8 at time
+# scale 0.02 stands for 40 s of the seed's serving: about a third of its 120 s blocks.
 step "freeze" "counts" {
   values = {
     for k, b in step.block.pilot :
-    k => min(48, ceil_multiple(b.requests * var.block_seconds / b.elapsed_s, b.concurrency))
+    k => min(64, ceil_multiple(b.requests * var.block_seconds / b.elapsed_s, b.concurrency))
   }
 }
 
@@ -132,8 +139,13 @@ step "deploy" "incumbent_again" {
   rerun_safe = true
 }
 
+# Seed 001's cache protocol: each cell has its own corpus (seeds 4342 and 4642), which
+# the priming block sends once and both repetitions send again; every arm resets its
+# target's prefix cache before the first block of each cell, so the second candidate
+# arm does not inherit the first one's cache.
 matrix "primary" {
   workload    = workload.capacity
+  corpus_seed = { c1 = 4342, c4 = 4642 }
   concurrency = [1, 4]
   repetitions = 2
   priming     = true
@@ -144,19 +156,23 @@ matrix "primary" {
 
   # ABBA: the incumbent before and after the candidate measures drift.
   arm "incumbent_before" {
-    target = target.incumbent
-    setup  = [step.deploy.incumbent]
+    target      = target.incumbent
+    setup       = [step.deploy.incumbent]
+    reset_cache = true
   }
   arm "candidate_1" {
-    target = target.candidate
-    setup  = [step.deploy.candidate]
+    target      = target.candidate
+    setup       = [step.deploy.candidate]
+    reset_cache = true
   }
   arm "candidate_2" {
-    target = target.candidate
+    target      = target.candidate
+    reset_cache = true
   }
   arm "incumbent_after" {
-    target = target.incumbent
-    setup  = [step.deploy.incumbent_again]
+    target      = target.incumbent
+    setup       = [step.deploy.incumbent_again]
+    reset_cache = true
   }
 }
 

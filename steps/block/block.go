@@ -3,6 +3,7 @@ package block
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
+	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
 	"github.com/rigor-bench/rigor/steps/internal/promscrape"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
@@ -36,6 +38,16 @@ var spec = hcldec.ObjectSpec{
 	"rate":            &hcldec.AttrSpec{Name: "rate", Type: cty.Number},
 	"request_timeout": &hcldec.AttrSpec{Name: "request_timeout", Type: cty.String},
 	"native_interval": &hcldec.AttrSpec{Name: "native_interval", Type: cty.String},
+	// The corpus protocol (see corpus.go and cache.go). corpus_seed replaces the
+	// workload's; phase is the meta-argument, passed by the language; primed says an
+	// earlier block of the arm's cell sent this corpus; expect_cache declares the
+	// cache state instead of deriving it; reset_cache empties the target's prefix
+	// cache (its cache_reset call) before anything is sent.
+	"corpus_seed":  &hcldec.AttrSpec{Name: "corpus_seed", Type: cty.Number},
+	"phase":        &hcldec.AttrSpec{Name: "phase", Type: cty.String},
+	"primed":       &hcldec.AttrSpec{Name: "primed", Type: cty.Bool},
+	"expect_cache": &hcldec.AttrSpec{Name: "expect_cache", Type: cty.String},
+	"reset_cache":  &hcldec.AttrSpec{Name: "reset_cache", Type: cty.Bool},
 }
 
 // Outputs of a block: what a freeze step or a report derives from, and the identity
@@ -48,6 +60,10 @@ var outputType = cty.Object(mergeTypes(map[string]cty.Type{
 	"elapsed_s":              cty.Number,
 	"seconds_per_request":    cty.Number,
 	"aggregate_output_tok_s": cty.Number,
+	// Where the block ran, so a later block on the same container can say whose
+	// cache it carried over.
+	"arm":       cty.String,
+	"container": cty.String,
 }, identityOutputs))
 
 // Spec is the schema of a block step body.
@@ -59,6 +75,17 @@ func (Step) OutputType() cty.Type { return outputType }
 // DefaultTimeout is seed 001's hard bound per block.
 func (Step) DefaultTimeout() time.Duration { return 600 * time.Second }
 
+// blockResult is result.json: the loadgen figures, and what the block step adds: the
+// corpus it sent, the cache state it expected and saw, and the native counters.
+type blockResult struct {
+	*loadgen.Result
+	Corpus corpusInfo         `json:"corpus"`
+	Cache  cacheInfo          `json:"cache"`
+	Native *promscrape.Deltas `json:"native_counters"`
+	Names  promscrape.Names   `json:"native_names"`
+	Engine string             `json:"engine"`
+}
+
 // Run executes the block.
 func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	cfg := sc.Config
@@ -66,11 +93,24 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
-	lc, err := loadConfig(sc, t)
+	lc, key, err := loadConfig(sc, t)
 	if err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
 	lc.IdentityHeader = t.IdentityHeader
+	expected, expectedFrom := expectedCache(cfg, lc.Workload)
+	if err := validCacheState(expected); err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
+	// Render the corpus before anything touches the target: its digest is evidence,
+	// and a corpus that cannot be rendered must not cost a gate or a reset.
+	digest, err := corpus.Digest(lc.CorpusID(), lc.Requests)
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
+	if target.Bool(cfg, "reset_cache") && t.CacheReset == "" {
+		return engine.Failed(engine.ClassConfig, "reset_cache: target %s declares no cache_reset call (e.g. cache_reset = \"/reset_prefix_cache\")", t.Name)
+	}
 	gates := gateList(cfg.GetAttr("gates"))
 	before, res := checkGates(ctx, sc, t, gates)
 	if res != nil {
@@ -80,12 +120,24 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if res != nil {
 		return *res
 	}
+	// The reset comes after every gate (a reset under load is refused) and before the
+	// native scrape, so the counters before the block are the reset server's.
+	var reset *resetCall
+	if target.Bool(cfg, "reset_cache") {
+		rc, err := resetCache(ctx, t)
+		if err != nil {
+			_ = gpu.finish()
+			return engine.Failed(engine.ClassGate, "cache reset before the block: %v", err)
+		}
+		reset = rc
+	}
 	if snap, err := promscrape.Scrape(ctx, t.Metrics); err == nil {
 		_ = os.WriteFile(sc.Path("native-before.prom"), snap.Raw, 0o644)
 		before.metrics = snap
 	} else {
 		sc.Log.Warn().Err(err).Msg("native metrics unavailable before the block")
 	}
+	start := cacheStartOf(sc, t, reset, before.metrics)
 	out, err := os.Create(sc.Path("requests.jsonl"))
 	if err != nil {
 		return engine.Failed(engine.ClassInternal, "create requests.jsonl: %v", err)
@@ -98,6 +150,14 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		}
 	}
 	stopNative := sampleNative(sc.Path("native-samples.jsonl"), t, interval)
+	var records []loadgen.Record
+	onRecord := lc.OnRecord
+	lc.OnRecord = func(r loadgen.Record) {
+		records = append(records, r) // calls never overlap (loadgen.Config.OnRecord)
+		if onRecord != nil {
+			onRecord(r)
+		}
+	}
 	result, runErr := loadgen.Run(ctx, lc, out)
 	stopNative()
 	_ = out.Sync()
@@ -105,17 +165,33 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if runErr != nil && result == nil {
 		// Stop sampling before the engine hashes the artefacts.
 		_ = gpu.finish()
+		if ctx.Err() != nil {
+			return engine.Result{Status: engine.StatusInterrupted, Class: engine.ClassInterrupted, Message: "block cancelled before its first request: " + runErr.Error()}
+		}
+		if errors.Is(runErr, loadgen.ErrWarmup) {
+			// Nothing was sent: the target did not accept a connection.
+			return engine.Failed(engine.ClassHealth, "block could not run: %v", runErr)
+		}
 		return engine.Failed(engine.ClassConfig, "block could not run: %v", runErr)
-	}
-	if err := writeJSON(sc.Path("result.json"), result); err != nil {
-		return engine.Failed(engine.ClassInternal, "write result.json: %v", err)
 	}
 	gpuRes := gpu.finish()
 	after := afterBlock(sc, t, before)
 	if after == nil {
 		after = gpuRes
 	}
-	outputs := withIdentity(outputsOf(result), before)
+	br := blockResult{Result: result, Engine: t.Engine, Names: t.Native}
+	br.Native = nativeDeltas(sc, t, before.metrics)
+	br.Corpus = corpusInfo{Key: key, Workload: workloadName(cfg), ID: lc.CorpusID(), Requests: lc.Requests, SHA256: digest,
+		PinnedSHA256: sc.Pinned[key], RequestIDPrefix: lc.IDPrefix}
+	br.Cache = cacheInfo{Expected: expected, ExpectedFrom: expectedFrom, Start: start, Observed: observe(records, br.Native, t.Native)}
+	if c := contradiction(expected, br.Cache.Observed); c != "" {
+		br.Cache.Contradiction = &c
+		sc.Log.Warn().Str("cache", c).Msg("the cache state contradicts the plan")
+	}
+	if err := writeJSON(sc.Path("result.json"), br); err != nil {
+		return engine.Failed(engine.ClassInternal, "write result.json: %v", err)
+	}
+	outputs := withIdentity(outputsOf(result, target.Str(cfg, "arm"), t.Container), before)
 	failed := result.Requests - result.Outcomes[loadgen.OK]
 	sc.Log.Info().Int("ok", result.Outcomes[loadgen.OK]).Int("failed", failed).
 		Float64("tok_s", result.AggregateOutputTokS).Float64("wall_s", result.WallS).Msg("block finished")
@@ -128,7 +204,11 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		}
 		return engine.FailedWith(engine.ClassIncomplete, outputs, "block incomplete: %d of %d requests cancelled at the hard bound; every record taken so far is kept", result.Outcomes[loadgen.Cancelled], result.Requests)
 	case after != nil:
-		return *after
+		// Requests were sent: the outputs say where, for the next block's cache
+		// accounting, whatever failed after them.
+		r := *after
+		r.Outputs = outputs
+		return r
 	case result.Outcomes[loadgen.MissingTerminalMetadata] > 0:
 		return engine.FailedWith(engine.ClassMissingTerminal, outputs, "%d request(s) ended without usage or finish_reason", result.Outcomes[loadgen.MissingTerminalMetadata])
 	case failed > 0:
@@ -147,8 +227,10 @@ func outcomeSummary(r *loadgen.Result) string {
 	return strings.Join(parts, ", ")
 }
 
-func outputsOf(r *loadgen.Result) cty.Value {
+func outputsOf(r *loadgen.Result, arm, container string) cty.Value {
 	return cty.ObjectVal(map[string]cty.Value{
+		"arm":                    cty.StringVal(arm),
+		"container":              cty.StringVal(container),
 		"concurrency":            cty.NumberIntVal(int64(r.Concurrency)),
 		"requests":               cty.NumberIntVal(int64(r.Requests)),
 		"succeeded":              cty.NumberIntVal(int64(r.Outcomes[loadgen.OK])),
@@ -173,51 +255,23 @@ func progressHook(sc *engine.StepContext, total int) func(loadgen.Record) {
 	}
 }
 
-func loadConfig(sc *engine.StepContext, t target.Target) (loadgen.Config, error) {
+// loadConfig is the loadgen configuration of the block and its corpus key.
+func loadConfig(sc *engine.StepContext, t target.Target) (loadgen.Config, string, error) {
 	cfg := sc.Config
-	w := cfg.GetAttr("workload")
-	if w.IsNull() || !w.Type().IsObjectType() {
-		return loadgen.Config{}, fmt.Errorf("workload must be a workload block reference such as workload.capacity")
+	lc, key, err := corpusPlan(cfg)
+	if err != nil {
+		return lc, key, err
 	}
-	wl := loadgen.Workload{
-		Corpus: target.Str(w, "corpus"), CorpusSeed: int64(target.Num(w, "corpus_seed", 0)),
-		NominalContext: target.Int(w, "nominal_context", 1024), Prefixes: target.Str(w, "prefixes"),
-	}
-	if wl.Corpus == "" {
-		wl.Corpus = "synthetic-summary"
-	}
-	if wl.Prefixes == "" {
-		wl.Prefixes = "unique"
-	}
-	if v := target.Int(w, "max_tokens", -1); v >= 0 {
-		wl.MaxTokens = &v
-	}
-	if v := target.Num(w, "temperature", -1); v >= 0 {
-		wl.Temperature = &v
-	}
-	if v := target.Num(w, "top_p", -1); v >= 0 {
-		wl.TopP = &v
-	}
-	if v := target.Int(w, "seed", -1); v >= 0 {
-		s := int64(v)
-		wl.Seed = &s
-	}
-	if v := target.Str(w, "reasoning_effort"); v != "" {
-		wl.ReasoningEffort = &v
-	}
-	rep := target.Int(cfg, "repetition", 0)
 	model := t.Model
 	if model == "" && strings.HasPrefix(t.Image, "sim:") {
 		if p, err := sim.LookupProfile(strings.TrimPrefix(t.Image, "sim:")); err == nil {
 			model = p.ServedModelName
 		}
 	}
-	lc := loadgen.Config{
-		Endpoint: t.Endpoint, Model: model, APIKey: loadgen.Secret(t.APIKey), API: target.Str(w, "api"),
-		Concurrency: target.Int(cfg, "concurrency", 1), Requests: target.Int(cfg, "requests", 0),
-		Mode: target.Str(cfg, "mode"), Rate: target.Num(cfg, "rate", 0),
-		IDPrefix: requestIDPrefix(sc, rep), Workload: wl, Repetition: rep,
-	}
+	lc.Endpoint, lc.Model, lc.APIKey = t.Endpoint, model, loadgen.Secret(t.APIKey)
+	lc.API = target.Str(attrOf(cfg, "workload"), "api")
+	lc.Mode, lc.Rate = target.Str(cfg, "mode"), target.Num(cfg, "rate", 0)
+	lc.IDPrefix = requestIDPrefix(sc, lc.Concurrency, lc.Repetition)
 	lc.Timeout = (Step{}).DefaultTimeout()
 	if d := sc.Instance.Meta.Timeout; d > 0 {
 		lc.Timeout = d
@@ -225,24 +279,16 @@ func loadConfig(sc *engine.StepContext, t target.Target) (loadgen.Config, error)
 	if s := target.Str(cfg, "request_timeout"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return lc, fmt.Errorf("request_timeout: %v", err)
+			return lc, key, fmt.Errorf("request_timeout: %v", err)
 		}
 		lc.RequestTimeout = d
 	}
-	return lc, lc.Validate()
+	return lc, key, lc.Validate()
 }
 
-// requestIDPrefix makes IDs <campaign>/<step>/<rep>: the same request of the same
-// repetition has the same ID on every run, so server logs line up with records.
-func requestIDPrefix(sc *engine.StepContext, rep int) string {
-	inst := sc.Instance
-	step := inst.Type + "." + inst.Name
-	if inst.Cell != "" {
-		step += "/" + inst.Cell
-	} else if inst.Keyed {
-		step += "/" + inst.Key
-	}
-	return fmt.Sprintf("%s/%s/%d", sc.Campaign, step, rep)
+func workloadName(cfg cty.Value) string {
+	_, name, _ := workloadOf(cfg)
+	return name
 }
 
 func writeJSON(path string, v any) error {

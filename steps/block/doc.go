@@ -4,10 +4,28 @@
 // loadgen client, and keeps requests.jsonl, result.json and both raw metric files as
 // evidence.
 //
+// Corpus protocol (seed 001, corpus.go): the block sends the corpus of its workload
+// (with its own corpus_seed when a matrix sets one per cell), its concurrency cell and
+// its lane: a pilot renders its own lane, disjoint from every measured corpus, and
+// every other block of a cell sends that cell's main corpus, so a priming block sends
+// exactly the prompts the repetitions will send. Request IDs are
+// <campaign>/<step>/<cell>/<rep>/<index>; a re-attempt adds /a<attempt> before the
+// index. PinnedInputs reports the corpus digest under "corpus <workload> <cell>
+// <lane>" so the engine holds every arm of a cell to the same prompts.
+//
+// Cache state (cache.go): each block expects primed, cold or shared (declared with
+// expect_cache, or derived: primed when an earlier block of the arm's cell sent the
+// corpus, shared for repeated prefixes, cold otherwise), may reset its target's prefix
+// cache first (reset_cache, the target's cache_reset call), and records in result.json
+// where its cache state came from (reset, fresh server, or carried over from the last
+// block on the container, of this arm or another), the reuse the native counters and
+// cached_tokens show, and a contradiction when they disagree with the expectation.
+//
 // Outcome policy: a request-level failure (HTTP error, stream error, reasoning-only
 // length exhaustion) is class "record": kept in its denominator, the campaign goes
-// on. Missing terminal metadata, an incomplete block (hard bound), undrained
-// requests, a failed gate or a restarted target stop the campaign.
+// on. A target that does not accept a connection is "health". Missing terminal
+// metadata, an incomplete block (hard bound), undrained requests, a failed gate, a
+// failed cache reset or a restarted target stop the campaign.
 //
 // Identity held end to end (identity.go): before any request, whatever its gates,
 // the target's container must run, not OOM-killed, and be the container, image and

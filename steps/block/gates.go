@@ -177,7 +177,7 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 	if err == nil {
 		_ = os.WriteFile(sc.Path("native-after.prom"), snap.Raw, 0o644)
 		if before.metrics != nil {
-			_ = writeJSON(sc.Path("native-deltas.json"), promscrape.Delta(before.metrics, snap))
+			_ = writeJSON(sc.Path("native-deltas.json"), t.Native.Delta(before.metrics, snap))
 		}
 	}
 	// The container first (the more specific class), then who answered the requests.

@@ -205,7 +205,7 @@ func TestBlockPowerDrift(t *testing.T) {
 	// The limit of both GPUs drops to 280 W 150 ms after the host's GPUs first appear
 	// (the block's own start); the block runs for longer than that.
 	rec, dir := blockEnd(t, "drift", "300", "300", `sim_power_drift_at = "150ms"
-  sim_power_drift_watts = 280`, 12)
+  sim_power_drift_watts = 280`, 40)
 	if rec.Status != engine.StatusFailed || rec.Class != engine.ClassPowerDrift {
 		t.Fatalf("block %s (%s): %s; want failed (power_drift)", rec.Status, rec.Class, rec.Message)
 	}

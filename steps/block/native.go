@@ -65,7 +65,7 @@ func sampleNative(path string, t target.Target, interval time.Duration) (stop fu
 				if v, ok := snap.Sum(t.WaitingMetric); ok {
 					s.Waiting = &v
 				}
-				if v, ok := snap.Sum("vllm:kv_cache_usage_perc"); ok {
+				if v, ok := snap.Sum(t.Native.KVUsage); t.Native.KVUsage != "" && ok {
 					s.KVUsage = &v
 				}
 			}

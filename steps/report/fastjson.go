@@ -187,6 +187,8 @@ func fastRecord(b []byte, r *loadgen.Record) error {
 			r.ContentChunks, err = s.int()
 		case "reasoning_chunks":
 			r.ReasoningChunks, err = s.int()
+		case "token_chunks":
+			r.TokenChunks, err = s.int()
 		case "outcome":
 			var o string
 			o, err = s.str()

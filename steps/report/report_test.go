@@ -441,6 +441,7 @@ func TestFastDecodeMatchesJSON(t *testing.T) {
 		[]byte(`{"id":"x","index":2,"usage":{"prompt_tokens":3,"completion_tokens":4,"reasoning_tokens":null,"cached_tokens":7},"end_at_ms":1.5e3,"extra":{"a":[1,2]}}`),
 		[]byte(` { "id" : "y" , "ttfo_at_ms" : -0.25 } `),
 		[]byte(`{"id":"z/1","http_status":200,"outcome":"ok","served_by":"0a1b@2026-01-01T00:00:00.5Z/pid-7"}`),
+		[]byte(`{"id":"z","index":3,"token_chunks":12,"outcome":"stream_error","error":"finish_reason abort"}`),
 	)
 	if len(lines) < 100 {
 		t.Fatalf("only %d records to compare", len(lines))

@@ -9,7 +9,7 @@ target "incumbent" {
   endpoint = "http://127.0.0.1:8000"
 }
 matrix "m" {
-  workload    = "w"
+  workload    = workload.w
   concurrency = [1]
   requests    = 8
   arm "a" {
@@ -20,3 +20,4 @@ matrix "m" {
     setup  = [length("x")]
   }
 }
+workload "w" {}

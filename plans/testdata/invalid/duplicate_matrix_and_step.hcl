@@ -13,10 +13,11 @@ step "block" "pilot" {
   target = target.incumbent
 }
 matrix "pilot" {
-  workload    = "w"
+  workload    = workload.w
   concurrency = [1]
   requests    = 8
   arm "a" {
     target = target.incumbent
   }
 }
+workload "w" {}

@@ -10,10 +10,11 @@ target "incumbent" {
   endpoint = "http://127.0.0.1:8000"
 }
 matrix "m" {
-  workload    = "w"
+  workload    = workload.w
   concurrency = [1, 4]
   requests    = { c1 = 52 }
   arm "a" {
     target = target.incumbent
   }
 }
+workload "w" {}

@@ -6,7 +6,8 @@ campaign "c" {
   }
 }
 matrix "m" {
-  workload    = "w"
+  workload    = workload.w
   concurrency = [1]
   requests    = 8
 }
+workload "w" {}

@@ -47,6 +47,7 @@ type Workload struct {
 	CorpusSeed     int64  // binds prompt content; never sent as an API seed
 	NominalContext int    // a budget; actual prompt ≈ 0.75 × this
 	Prefixes       string // "unique" or "repeated"
+	Fresh          bool   // a cold lane: new prompts every repetition
 
 	// Sampling fields: nil means omitted from the request body, so the server's
 	// pinned default applies (seed 000: an omitted field is not a client override).
@@ -71,6 +72,11 @@ type Config struct {
 	Arrival     string // open loop: "poisson" (default) or "constant"
 	IDPrefix    string // request ID = IDPrefix + "/" + index
 
+	// Cell and Lane, with the workload's corpus setting (and Repetition in a cold
+	// lane), identify the corpus the block sends (see corpus.ID).
+	Cell string // "c<concurrency>"; empty means the Concurrency's own cell
+	Lane string // corpus.LaneMain (default) or corpus.LanePilot
+
 	Timeout        time.Duration // block hard bound from the block clock start; 0 = none
 	RequestTimeout time.Duration // per request, from its send; 0 = none
 
@@ -88,9 +94,15 @@ type Config struct {
 	OnRecord func(Record) `json:"-"`
 }
 
-// CorpusSpec is the corpus setting implied by the workload.
-func (c Config) CorpusSpec() corpus.Spec {
-	return corpus.Spec{Kind: c.Workload.Corpus, Seed: c.Workload.CorpusSeed, NominalContext: c.Workload.NominalContext, Prefixes: c.Workload.Prefixes}
+// CorpusID is the corpus the block sends: the workload's corpus setting in the block's
+// cell and lane (and repetition, in a cold lane).
+func (c Config) CorpusID() corpus.ID {
+	w := c.Workload
+	c = c.withDefaults()
+	return corpus.ID{
+		Spec: corpus.Spec{Kind: w.Corpus, Seed: w.CorpusSeed, NominalContext: w.NominalContext, Prefixes: w.Prefixes, Fresh: w.Fresh},
+		Cell: c.Cell, Lane: c.Lane, Repetition: c.Repetition,
+	}
 }
 
 // withDefaults fills the documented defaults.
@@ -103,6 +115,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Mode == ModeOpen && c.Arrival == "" {
 		c.Arrival = ArrivalPoisson
+	}
+	if c.Cell == "" && c.Concurrency > 0 {
+		c.Cell = corpus.Cell(c.Concurrency)
+	}
+	if c.Lane == "" {
+		c.Lane = corpus.LaneMain
 	}
 	return c
 }
@@ -148,7 +166,11 @@ func (c Config) Validate() error {
 	if c.Repetition < 0 {
 		bad("repetition %d: want >= 0", c.Repetition)
 	}
-	if err := c.CorpusSpec().Validate(); err != nil {
+	// The corpus setting is checked whatever the concurrency; its cell and lane only
+	// once there is a concurrency to name the cell.
+	if id := c.CorpusID(); id.Spec.Validate() != nil {
+		errs = append(errs, id.Spec.Validate())
+	} else if err := id.Validate(); err != nil && c.Concurrency >= 1 {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
@@ -190,7 +212,7 @@ type requestBody struct {
 
 // buildBody renders the request body of one request.
 func (c Config) buildBody(index int) ([]byte, error) {
-	p, err := corpus.Generate(c.CorpusSpec(), index, c.Repetition)
+	p, err := c.CorpusID().Prompt(index)
 	if err != nil {
 		return nil, err
 	}

@@ -35,14 +35,23 @@ func VisibleTTFTMillis(r Record) (float64, bool) {
 	return diff(r.TTFTVisibleAtMS, r.ScheduledAtMS)
 }
 
-// E2EMillis is the end-to-end latency from the scheduled send time:
+// E2EMillis is the end-to-end latency from the scheduled send time to the last token:
 //
-//	E2E = end − scheduled
+//	E2E = last_token − scheduled
 //
-// Measuring from the schedule rather than the actual send keeps client queueing in
-// the figure (no coordinated omission); in a closed loop the two differ by the
-// schedule lag only.
-func E2EMillis(r Record) (float64, bool) { return diff(r.EndAtMS, r.ScheduledAtMS) }
+// It ends at the last token-bearing chunk: the usage chunk and [DONE] that follow
+// carry no token and must not lengthen it. Measuring from the schedule rather than
+// the actual send keeps client queueing in the figure (no coordinated omission); in a
+// closed loop the two differ by the schedule lag only. A request that streamed no
+// token has no E2E; when its stream ended is StreamEndMillis.
+func E2EMillis(r Record) (float64, bool) { return diff(r.LastTokenAtMS, r.ScheduledAtMS) }
+
+// StreamEndMillis is the time from the scheduled send to the end of the stream:
+//
+//	stream end = end − scheduled
+//
+// where end is [DONE], the failure, or the cancellation.
+func StreamEndMillis(r Record) (float64, bool) { return diff(r.EndAtMS, r.ScheduledAtMS) }
 
 // CapacityTPOT is seed 000's capacity time per output token:
 //
@@ -103,23 +112,59 @@ func EffectivePrefillTokPerS(r Record) (float64, bool) {
 	return EffectivePrefill(r.Usage.PromptTokens, ttfo)
 }
 
+// Completed reports whether a request's stream ran to the end the server meant it to
+// have: outcome ok, or no_visible_output (a complete stream, with usage, whose tokens
+// were all reasoning, e.g. a reasoning-only length exhaustion). Every other outcome
+// is a request that failed.
+func Completed(o Outcome) bool { return o == OK || o == NoVisibleOutput }
+
 // AggregateOutputTokPerS is the block's output throughput:
 //
-//	aggregate output tok/s = Σ completion_tokens / block wall time
+//	aggregate output tok/s = Σ completion_tokens of completed requests / block wall time
 //
-// The sum runs over every record that reported usage, whatever its outcome: a
+// The sum runs over the completed requests (Completed), visible or not: a
 // reasoning-only length exhaustion generated its tokens within the wall time too.
+// Tokens streamed by requests that failed are not in it; FailedOutputTokens counts
+// them apart.
 func AggregateOutputTokPerS(records []Record, wallS float64) float64 {
 	if wallS <= 0 {
 		return 0
 	}
 	total := 0
 	for _, r := range records {
-		if r.Usage != nil {
+		if Completed(r.Outcome) && r.Usage != nil {
 			total += r.Usage.CompletionTokens
 		}
 	}
 	return float64(total) / wallS
+}
+
+// FailedOutputTokens counts the tokens streamed by requests that failed (not
+// Completed), which the aggregate throughput leaves out while their time is in its
+// wall time:
+//
+//	failed output tokens = Σ over failed requests of
+//	    usage.completion_tokens   when the request reported usage,
+//	    token_chunks              otherwise
+//
+// A token chunk carries at least one token, so a request counted from its chunks is
+// counted at or below what it streamed: fromChunks is how many requests were counted
+// that way, and the sum is exact only when fromChunks is zero.
+func FailedOutputTokens(records []Record) (tokens, fromChunks int) {
+	for _, r := range records {
+		if Completed(r.Outcome) {
+			continue
+		}
+		if r.Usage != nil {
+			tokens += r.Usage.CompletionTokens
+			continue
+		}
+		if r.TokenChunks > 0 {
+			tokens += r.TokenChunks
+			fromChunks++
+		}
+	}
+	return tokens, fromChunks
 }
 
 // SecondsPerRequest is the pilot figure used to size request counts:

@@ -27,10 +27,14 @@ func TestFormulas(t *testing.T) {
 		"visible ttft": {func() (float64, bool) {
 			return VisibleTTFTMillis(Record{ScheduledAtMS: f(100), TTFTVisibleAtMS: f(3751.5)})
 		}, 3651.5, true},
-		"e2e is end minus scheduled, not send": {func() (float64, bool) {
-			return E2EMillis(Record{ScheduledAtMS: f(100), SendAtMS: f(400), EndAtMS: f(4551.5)})
+		"e2e is last token minus scheduled, not send, not end": {func() (float64, bool) {
+			return E2EMillis(Record{ScheduledAtMS: f(100), SendAtMS: f(400), LastTokenAtMS: f(4551.5), EndAtMS: f(4700)})
 		}, 4451.5, true},
-		"e2e absent without end": {func() (float64, bool) { return E2EMillis(Record{ScheduledAtMS: f(1)}) }, 0, false},
+		"e2e absent without a token": {func() (float64, bool) { return E2EMillis(Record{ScheduledAtMS: f(1), EndAtMS: f(9)}) }, 0, false},
+		"stream end is end minus scheduled": {func() (float64, bool) {
+			return StreamEndMillis(Record{ScheduledAtMS: f(100), SendAtMS: f(400), LastTokenAtMS: f(4551.5), EndAtMS: f(4700)})
+		}, 4600, true},
+		"stream end absent without end": {func() (float64, bool) { return StreamEndMillis(Record{ScheduledAtMS: f(1)}) }, 0, false},
 		// Seed 003 c1 row: tpot 12.8747 ms <-> decode 77.669 tok/s.
 		"decode is 1000/tpot": {func() (float64, bool) {
 			return DecodeTokPerS(Record{TTFOAtMS: f(1000), LastTokenAtMS: f(1000 + 12.874706748010258*228), Usage: &Usage{CompletionTokens: 229}})
@@ -92,15 +96,18 @@ func seq(n int) []float64 {
 
 func TestBlockFigures(t *testing.T) {
 	recs := []Record{
-		{Concurrency: 4, Outcome: OK, ScheduledAtMS: f(0), SendAtMS: f(0), EndAtMS: f(4000), Usage: &Usage{CompletionTokens: 300}},
-		{Concurrency: 4, Outcome: OK, ScheduledAtMS: f(0), SendAtMS: f(1), EndAtMS: f(6000), Usage: &Usage{CompletionTokens: 200}},
-		// reasoning-only length exhaustion: its tokens were generated, so they count
-		{Concurrency: 4, Outcome: NoVisibleOutput, ScheduledAtMS: f(4000), SendAtMS: f(4000), EndAtMS: f(10000), Usage: &Usage{CompletionTokens: 100}},
+		{Concurrency: 4, Outcome: OK, ScheduledAtMS: f(0), SendAtMS: f(0), LastTokenAtMS: f(3990), EndAtMS: f(4000), Usage: &Usage{CompletionTokens: 300}},
+		{Concurrency: 4, Outcome: OK, ScheduledAtMS: f(0), SendAtMS: f(1), LastTokenAtMS: f(5990), EndAtMS: f(6000), Usage: &Usage{CompletionTokens: 200}},
+		// reasoning-only length exhaustion: a complete stream, so its tokens count
+		{Concurrency: 4, Outcome: NoVisibleOutput, ScheduledAtMS: f(4000), SendAtMS: f(4000), LastTokenAtMS: f(9990), EndAtMS: f(10000), Usage: &Usage{CompletionTokens: 100}},
 		{Concurrency: 4, Outcome: HTTPError, ScheduledAtMS: f(6000), SendAtMS: f(6000), EndAtMS: f(6002)},
 	}
 	res := Summarize(recs)
 	if !near(res.WallS, 10) || !near(res.AggregateOutputTokS, 60) {
 		t.Errorf("wall %v s, aggregate %v tok/s; want 10 and 600/10 = 60", res.WallS, res.AggregateOutputTokS)
+	}
+	if res.FailedOutputTokens != 0 || res.FailedOutputTokS != 0 {
+		t.Errorf("failed output %d tokens, %v tok/s; the HTTP error streamed nothing", res.FailedOutputTokens, res.FailedOutputTokS)
 	}
 	// Seed 001: pilot of 16 requests at C4 taking 12 s -> ceil(120 / (12/16)) = 160.
 	if spr := SecondsPerRequest(12, 16); !near(120/spr, 160) {
@@ -115,8 +122,37 @@ func TestBlockFigures(t *testing.T) {
 	if res.Outcomes[Timeout] != 0 || len(res.Outcomes) != len(Outcomes()) {
 		t.Errorf("outcome table %v must list every class", res.Outcomes)
 	}
-	if res.Successes.E2EMS.Samples != 2 || !near(*res.Successes.E2EMS.P50, 5000) || res.Failures.E2EMS.Samples != 2 {
+	// E2E ends at the last token; the HTTP error streamed none, so it has a stream end
+	// and no E2E.
+	if res.Successes.E2EMS.Samples != 2 || !near(*res.Successes.E2EMS.P50, 4990) || res.Failures.E2EMS.Samples != 1 {
 		t.Errorf("success e2e %+v / failure samples %d", res.Successes.E2EMS, res.Failures.E2EMS.Samples)
+	}
+	if res.Successes.StreamEndMS.Samples != 2 || !near(*res.Successes.StreamEndMS.P50, 5000) || res.Failures.StreamEndMS.Samples != 2 {
+		t.Errorf("success stream end %+v / failure samples %d", res.Successes.StreamEndMS, res.Failures.StreamEndMS.Samples)
+	}
+}
+
+// TestFailedOutputTokens holds tokens streamed by requests that later failed apart
+// from the aggregate throughput, counted from usage where the request reported it and
+// from its token chunks otherwise, over the same wall time.
+func TestFailedOutputTokens(t *testing.T) {
+	recs := []Record{
+		{Outcome: OK, ScheduledAtMS: f(0), EndAtMS: f(2000), TokenChunks: 100, Usage: &Usage{CompletionTokens: 100}},
+		// cut after 30 chunks, no usage: counted as 30, a lower bound
+		{Outcome: StreamError, ScheduledAtMS: f(0), EndAtMS: f(1000), TokenChunks: 30},
+		// aborted by the server with usage: 44 tokens, exactly
+		{Outcome: StreamError, ScheduledAtMS: f(0), EndAtMS: f(1500), TokenChunks: 11, Usage: &Usage{CompletionTokens: 44}},
+		// timed out after 6 chunks
+		{Outcome: Timeout, ScheduledAtMS: f(0), EndAtMS: f(4000), TokenChunks: 6},
+		{Outcome: Cancelled, ScheduledAtMS: f(0)},
+	}
+	res := Summarize(recs)
+	if !near(res.WallS, 4) || !near(res.AggregateOutputTokS, 25) {
+		t.Errorf("wall %v s, aggregate %v tok/s; want 4 s and 100/4 = 25", res.WallS, res.AggregateOutputTokS)
+	}
+	if res.FailedOutputTokens != 80 || res.FailedOutputTokensFromChunks != 2 || !near(res.FailedOutputTokS, 20) {
+		t.Errorf("failed output %d tokens (%d from chunks), %v tok/s; want 30+44+6 = 80, 2, 80/4 = 20",
+			res.FailedOutputTokens, res.FailedOutputTokensFromChunks, res.FailedOutputTokS)
 	}
 }
 

@@ -12,8 +12,9 @@ type Outcome string
 
 // The outcome classes, in report order.
 const (
-	// OK: 2xx, stream ended with [DONE], usage and finish_reason present, and at least
-	// one visible (content or tool_calls) token.
+	// OK: 2xx, stream ended with [DONE], usage and finish_reason present, the
+	// finish_reason is not "abort" or "error", and at least one visible (content or
+	// tool_calls) token arrived.
 	OK Outcome = "ok"
 	// NoVisibleOutput: complete stream without a visible token, e.g. finish_reason
 	// "length" after reasoning only.
@@ -22,7 +23,9 @@ const (
 	// failed before any response (connection refused or reset).
 	HTTPError Outcome = "http_error"
 	// StreamError: after a 2xx, an in-band {"error":…} object, an "event: error", a
-	// malformed chunk, or a stream that ended or broke before [DONE].
+	// malformed chunk, a stream that ended or broke before [DONE], or a stream the
+	// server ended with finish_reason "abort" or "error" (vLLM's request_success
+	// counter labels such requests so; they did not complete).
 	StreamError Outcome = "stream_error"
 	// Timeout: the per-request timeout fired.
 	Timeout Outcome = "timeout"
@@ -65,8 +68,8 @@ type Record struct {
 	FirstByteAtMS   *float64 `json:"first_byte_at_ms"`   // first response-body read
 	TTFOAtMS        *float64 `json:"ttfo_at_ms"`         // first output token of any kind
 	TTFTVisibleAtMS *float64 `json:"ttft_visible_at_ms"` // first visible content or tool_calls
-	LastTokenAtMS   *float64 `json:"last_token_at_ms"`   // last token-bearing chunk
-	EndAtMS         *float64 `json:"end_at_ms"`          // [DONE], failure, or cancellation
+	LastTokenAtMS   *float64 `json:"last_token_at_ms"`   // last token-bearing chunk: where E2E ends
+	EndAtMS         *float64 `json:"end_at_ms"`          // end of stream: [DONE], failure, or cancellation
 	ScheduleLagMS   *float64 `json:"schedule_lag_ms"`    // send − scheduled
 
 	HTTPStatus      int     `json:"http_status"` // 0 when no response
@@ -75,6 +78,7 @@ type Record struct {
 	Chunks          int     `json:"chunks"`           // parsed data events, [DONE] excluded
 	ContentChunks   int     `json:"content_chunks"`   // chunks with visible content or tool_calls
 	ReasoningChunks int     `json:"reasoning_chunks"` // chunks with reasoning or reasoning_content
+	TokenChunks     int     `json:"token_chunks"`     // chunks with an output token of any kind
 	Outcome         Outcome `json:"outcome"`
 	Error           string  `json:"error,omitempty"` // short excerpt, API key redacted
 	// ServedBy is the value of Config.IdentityHeader in the response ("" when absent

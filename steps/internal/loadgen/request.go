@@ -24,6 +24,12 @@ const (
 	drainLimit = 250 * time.Millisecond
 )
 
+// Finish reasons that mean the server ended the request without completing it.
+const (
+	finishAbort = "abort"
+	finishError = "error"
+)
+
 // wire types: only the fields the measurement needs. Token-bearing fields are kept
 // raw so that a string, an array of parts or an object all count as output when
 // non-empty, instead of failing the parse.
@@ -231,6 +237,10 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 		if ev.Done {
 			rec.EndAtMS = r.at(ev.Received)
 			switch {
+			case finish != nil && (*finish == finishAbort || *finish == finishError):
+				// The server ended the request itself: whatever streamed, it did not
+				// complete. The stream was well-formed, so the connection is reusable.
+				return StreamError, fmt.Sprintf("finish_reason %s: the server ended the request (%d token chunks streamed)", *finish, rec.TokenChunks), true
 			case usage == nil && finish == nil:
 				return MissingTerminalMetadata, "no usage and no finish_reason", true
 			case usage == nil:
@@ -262,6 +272,7 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 		// Role-only and usage-only chunks carry no token: they set neither TTFO
 		// nor last_token.
 		if visible || reasoning {
+			rec.TokenChunks++
 			at := r.at(ev.Received)
 			if rec.TTFOAtMS == nil {
 				rec.TTFOAtMS = at

@@ -9,9 +9,10 @@ import (
 type Timing struct {
 	Requests             int  `json:"requests"` // records in the population
 	TTFOMS               Dist `json:"ttfo_ms"`
-	TTFTMS               Dist `json:"ttft_ms"` // visible TTFT
-	TPOTMS               Dist `json:"tpot_ms"` // capacity TPOT
-	E2EMS                Dist `json:"e2e_ms"`
+	TTFTMS               Dist `json:"ttft_ms"`       // visible TTFT
+	TPOTMS               Dist `json:"tpot_ms"`       // capacity TPOT
+	E2EMS                Dist `json:"e2e_ms"`        // to the last token
+	StreamEndMS          Dist `json:"stream_end_ms"` // to the end of the stream
 	DecodeTokS           Dist `json:"decode_tok_s"`
 	EffectivePrefillTokS Dist `json:"effective_prefill_tok_s"`
 	PromptTokens         Dist `json:"prompt_tokens"`
@@ -57,7 +58,15 @@ type Result struct {
 	Successes        Timing `json:"successes"` // outcome ok only
 	Failures         Timing `json:"failures"`  // every other outcome
 
-	AggregateOutputTokS    float64 `json:"aggregate_output_tok_s"`
+	// AggregateOutputTokS counts completed requests only; the tokens of requests
+	// that failed mid-stream are FailedOutputTokens, over the same wall time.
+	AggregateOutputTokS float64 `json:"aggregate_output_tok_s"`
+	FailedOutputTokens  int     `json:"failed_output_tokens"`
+	FailedOutputTokS    float64 `json:"failed_output_tok_s"`
+	// FailedOutputTokensFromChunks is how many failed requests had no usage, so
+	// their tokens were counted from their token chunks (a lower bound).
+	FailedOutputTokensFromChunks int `json:"failed_output_tokens_from_chunks"`
+
 	MaxConcurrencyObserved int     `json:"max_concurrency_observed"`
 	ScheduleLagMS          Dist    `json:"schedule_lag_ms"`
 	SecondsPerRequest      float64 `json:"seconds_per_request"`
@@ -114,6 +123,10 @@ func Summarize(records []Record) Result {
 	res.Successes = timing(ok)
 	res.Failures = timing(failed)
 	res.AggregateOutputTokS = AggregateOutputTokPerS(records, res.WallS)
+	res.FailedOutputTokens, res.FailedOutputTokensFromChunks = FailedOutputTokens(records)
+	if res.WallS > 0 {
+		res.FailedOutputTokS = float64(res.FailedOutputTokens) / res.WallS
+	}
 	res.MaxConcurrencyObserved = MaxConcurrency(records)
 	res.ScheduleLagMS = Summarise(lags)
 	res.SecondsPerRequest = SecondsPerRequest(res.WallS, len(records))
@@ -122,7 +135,7 @@ func Summarize(records []Record) Result {
 }
 
 func timing(records []Record) Timing {
-	var ttfo, ttft, tpot, e2e, dec, pre, pt, ct []float64
+	var ttfo, ttft, tpot, e2e, end, dec, pre, pt, ct []float64
 	add := func(dst *[]float64, f func(Record) (float64, bool), r Record) {
 		if v, ok := f(r); ok {
 			*dst = append(*dst, v)
@@ -133,6 +146,7 @@ func timing(records []Record) Timing {
 		add(&ttft, VisibleTTFTMillis, r)
 		add(&tpot, TPOTMillis, r)
 		add(&e2e, E2EMillis, r)
+		add(&end, StreamEndMillis, r)
 		add(&dec, DecodeTokPerS, r)
 		add(&pre, EffectivePrefillTokPerS, r)
 		if r.Usage != nil {
@@ -142,7 +156,7 @@ func timing(records []Record) Timing {
 	}
 	return Timing{
 		Requests: len(records),
-		TTFOMS:   Summarise(ttfo), TTFTMS: Summarise(ttft), TPOTMS: Summarise(tpot), E2EMS: Summarise(e2e),
+		TTFOMS:   Summarise(ttfo), TTFTMS: Summarise(ttft), TPOTMS: Summarise(tpot), E2EMS: Summarise(e2e), StreamEndMS: Summarise(end),
 		DecodeTokS: Summarise(dec), EffectivePrefillTokS: Summarise(pre),
 		PromptTokens: Summarise(pt), CompletionTokens: Summarise(ct),
 	}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
 )
 
 // indexOf returns the request index from the X-Request-Id header.
@@ -284,8 +283,14 @@ func TestOutcomeIdentity(t *testing.T) {
 	if res.Successes.Requests != 2 || res.Failures.Requests != 12 {
 		t.Errorf("populations %d/%d, want 2 successes and 12 failures, never mixed", res.Successes.Requests, res.Failures.Requests)
 	}
-	if res.Successes.E2EMS.Samples != 2 || res.Failures.E2EMS.Samples != 12 {
-		t.Errorf("e2e samples %d/%d, want 2/12", res.Successes.E2EMS.Samples, res.Failures.E2EMS.Samples)
+	// Every request that was sent has a stream end; only those that streamed a token
+	// have an E2E: among the failures, the cut stream, the one without usage and the
+	// reasoning-only exhaustion, twice each.
+	if res.Successes.StreamEndMS.Samples != 2 || res.Failures.StreamEndMS.Samples != 12 {
+		t.Errorf("stream end samples %d/%d, want 2/12", res.Successes.StreamEndMS.Samples, res.Failures.StreamEndMS.Samples)
+	}
+	if res.Successes.E2EMS.Samples != 2 || res.Failures.E2EMS.Samples != 6 {
+		t.Errorf("e2e samples %d/%d, want 2/6: only requests that streamed a token end at one", res.Successes.E2EMS.Samples, res.Failures.E2EMS.Samples)
 	}
 }
 
@@ -349,7 +354,7 @@ func TestRequestBody(t *testing.T) {
 					t.Errorf("%s = %v, want %v", k, got, v)
 				}
 			}
-			p, _ := corpus.Generate(cfg.CorpusSpec(), 0, 0)
+			p, _ := cfg.CorpusID().Prompt(0)
 			if tc.api == APICompletions && body["prompt"] != p.Text {
 				t.Error("completions prompt is not the corpus text")
 			}
@@ -436,13 +441,16 @@ func TestValidateConfig(t *testing.T) {
 		mut  func(*Config)
 		want string
 	}{
-		"bad endpoint":      {func(c *Config) { c.Endpoint = "localhost:8000" }, "endpoint"},
-		"zero concurrency":  {func(c *Config) { c.Concurrency = 0 }, "concurrency"},
-		"open without rate": {func(c *Config) { c.Mode = ModeOpen }, "rate"},
-		"unknown arrival":   {func(c *Config) { c.Mode, c.Rate, c.Arrival = ModeOpen, 1, "bursty" }, "arrival"},
-		"unknown corpus":    {func(c *Config) { c.Workload.Corpus = "natural" }, "synthetic-repeated-code, synthetic-summary"},
-		"unknown api":       {func(c *Config) { c.API = "responses" }, "api"},
-		"no id prefix":      {func(c *Config) { c.IDPrefix = "" }, "id prefix"},
+		"bad endpoint":                {func(c *Config) { c.Endpoint = "localhost:8000" }, "endpoint"},
+		"zero concurrency":            {func(c *Config) { c.Concurrency = 0 }, "concurrency"},
+		"open without rate":           {func(c *Config) { c.Mode = ModeOpen }, "rate"},
+		"unknown arrival":             {func(c *Config) { c.Mode, c.Rate, c.Arrival = ModeOpen, 1, "bursty" }, "arrival"},
+		"unknown corpus":              {func(c *Config) { c.Workload.Corpus = "natural" }, "synthetic-repeated-code, synthetic-summary"},
+		"unknown api":                 {func(c *Config) { c.API = "responses" }, "api"},
+		"no id prefix":                {func(c *Config) { c.IDPrefix = "" }, "id prefix"},
+		"unknown lane":                {func(c *Config) { c.Lane = "warmup" }, `lane "warmup"`},
+		"bad cell":                    {func(c *Config) { c.Cell = "four" }, `cell "four"`},
+		"corpus and zero concurrency": {func(c *Config) { c.Concurrency, c.Workload.Prefixes = 0, "warm" }, `unknown prefixes mode "warm"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -101,6 +101,28 @@ func TestWireCases(t *testing.T) {
 			handler: script(roleChunk, reasoningChunk("reasoning", "a"), reasoningChunk("reasoning", "b"), finishChunk("length"), usageChunk(190, 2048), doneEvent),
 			want:    want{outcome: NoVisibleOutput, status: 200, chunks: 5, reasoning: 2, usage: true, finish: "length", ttfo: true, errHas: "no visible token"},
 		},
+		"finish_reason abort is not ok": {
+			handler: script(roleChunk, contentChunk("a"), contentChunk("b"), finishChunk("abort"), usageChunk(190, 2), doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 5, content: 2, usage: true, finish: "abort", ttfo: true, ttft: true, errHas: "finish_reason abort"},
+		},
+		"finish_reason error is not ok": {
+			handler: script(roleChunk, reasoningChunk("reasoning", "r"), finishChunk("error"), doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 3, reasoning: 1, finish: "error", ttfo: true, errHas: "finish_reason error"},
+		},
+		"e2e ends at the last token, not at [DONE]": {
+			handler: script(roleChunk, contentChunk("a"), contentChunk("b"), pause(80*time.Millisecond), finishChunk("stop"), usageChunk(190, 2), pause(40*time.Millisecond), doneEvent),
+			want:    want{outcome: OK, status: 200, chunks: 5, content: 2, usage: true, finish: "stop", ttfo: true, ttft: true},
+			check: func(t *testing.T, r Record) {
+				e2e, _ := E2EMillis(r)
+				end, _ := StreamEndMillis(r)
+				if end-e2e < 110 || e2e != *r.LastTokenAtMS-*r.ScheduledAtMS {
+					t.Errorf("e2e %.1f ms, stream end %.1f ms: e2e must stop at the last token, 120 ms before [DONE]", e2e, end)
+				}
+				if r.TokenChunks != 2 {
+					t.Errorf("token_chunks = %d, want 2", r.TokenChunks)
+				}
+			},
+		},
 		"in-band error object": {
 			handler: script(roleChunk, contentChunk("a"), ev(`{"error":{"message":"boom","type":"InternalServerError","code":500}}`), doneEvent),
 			want:    want{outcome: StreamError, status: 200, chunks: 3, content: 1, ttfo: true, ttft: true, errHas: "boom"},
@@ -147,8 +169,11 @@ func TestWireCases(t *testing.T) {
 			requestTimeout: 200 * time.Millisecond,
 			want:           want{outcome: Timeout, status: 200, chunks: 1, errHas: "request timeout"},
 			check: func(t *testing.T, r Record) {
-				if e2e, _ := E2EMillis(r); e2e < 190 {
-					t.Errorf("e2e = %.1f ms, want ≥ the 200 ms timeout", e2e)
+				if end, _ := StreamEndMillis(r); end < 190 {
+					t.Errorf("stream end = %.1f ms, want ≥ the 200 ms timeout", end)
+				}
+				if _, ok := E2EMillis(r); ok {
+					t.Error("a request that streamed no token has an E2E")
 				}
 			},
 		},

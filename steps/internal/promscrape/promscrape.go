@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -116,39 +117,127 @@ func value(m *dto.Metric) float64 {
 	return 0
 }
 
-// Deltas are counter movements across a block.
-type Deltas struct {
-	PromptTokens     float64            `json:"prompt_tokens"`
-	GenerationTokens float64            `json:"generation_tokens"`
-	PrefixQueries    float64            `json:"prefix_cache_queries"`
-	PrefixHits       float64            `json:"prefix_cache_hits"`
-	Preemptions      float64            `json:"preemptions"`
-	RequestSuccess   map[string]float64 `json:"request_success_by_finished_reason"`
-	Missing          []string           `json:"missing,omitempty"` // counters absent from either scrape
+// Names are the native metric names of one serving engine: what a block reads for
+// the running and waiting gauges, the prefix cache, the token counters and the request
+// outcomes. An empty name means the engine has no such metric.
+type Names struct {
+	Running string `json:"running"`
+	Waiting string `json:"waiting"`
+	KVUsage string `json:"kv_usage"`
+	// PrefixCacheQueries counts prompt tokens looked up in the prefix cache and
+	// PrefixCacheHits the tokens found there: reuse = Δhits / Δqueries.
+	PrefixCacheQueries string `json:"prefix_cache_queries"`
+	PrefixCacheHits    string `json:"prefix_cache_hits"`
+	PromptTokens       string `json:"prompt_tokens"`
+	GenerationTokens   string `json:"generation_tokens"`
+	Preemptions        string `json:"preemptions"`
+	// RequestSuccess counts finished requests, one series per value of
+	// FinishedReasonLabel when that is set.
+	RequestSuccess      string `json:"request_success"`
+	FinishedReasonLabel string `json:"finished_reason_label"`
+	// RequestsAborted counts aborted requests where the engine keeps them apart.
+	RequestsAborted string `json:"requests_aborted"`
 }
 
-// Delta computes vLLM counter deltas between two snapshots. A counter absent from
-// either side is listed in Missing rather than reported as zero.
-func Delta(before, after *Snapshot) Deltas {
+// Engine presets.
+const (
+	EngineVLLM   = "vllm"
+	EngineSGLang = "sglang"
+)
+
+// presets are the metric names as each engine exposes them (prometheus_client adds
+// _total to counters). vLLM: vllm/v1/metrics/loggers.py. SGLang: srt/metrics/
+// collector.py, which needs --enable-metrics; it has no prefix-cache query counter, and
+// every prompt token is looked up in its radix cache, so prompt tokens stand for the
+// queries (cached_tokens_total / prompt_tokens_total is the reuse SGLang's own docs and
+// AIPerf derive), and it counts finished and aborted requests without a finish reason.
+var presets = map[string]Names{
+	EngineVLLM: {
+		Running: "vllm:num_requests_running", Waiting: "vllm:num_requests_waiting", KVUsage: "vllm:kv_cache_usage_perc",
+		PrefixCacheQueries: "vllm:prefix_cache_queries_total", PrefixCacheHits: "vllm:prefix_cache_hits_total",
+		PromptTokens: "vllm:prompt_tokens_total", GenerationTokens: "vllm:generation_tokens_total",
+		Preemptions:    "vllm:num_preemptions_total",
+		RequestSuccess: "vllm:request_success_total", FinishedReasonLabel: "finished_reason",
+	},
+	EngineSGLang: {
+		Running: "sglang:num_running_reqs", Waiting: "sglang:num_queue_reqs", KVUsage: "sglang:token_usage",
+		PrefixCacheQueries: "sglang:prompt_tokens_total", PrefixCacheHits: "sglang:cached_tokens_total",
+		PromptTokens: "sglang:prompt_tokens_total", GenerationTokens: "sglang:generation_tokens_total",
+		Preemptions:    "sglang:num_retracted_requests_total",
+		RequestSuccess: "sglang:num_requests_total", RequestsAborted: "sglang:num_aborted_requests_total",
+	},
+}
+
+// Engines lists the engines with a preset, sorted.
+func Engines() []string { return []string{EngineSGLang, EngineVLLM} }
+
+// Preset returns the metric names of engine; ok is false for an engine without one.
+func Preset(engine string) (Names, bool) {
+	n, ok := presets[engine]
+	return n, ok
+}
+
+// Deltas are counter movements across a block.
+type Deltas struct {
+	PromptTokens     float64 `json:"prompt_tokens"`
+	GenerationTokens float64 `json:"generation_tokens"`
+	PrefixQueries    float64 `json:"prefix_cache_queries"`
+	PrefixHits       float64 `json:"prefix_cache_hits"`
+	Preemptions      float64 `json:"preemptions"`
+	// RequestSuccess is keyed by finish reason; an engine without the label has the
+	// one key "all".
+	RequestSuccess  map[string]float64 `json:"request_success_by_finished_reason"`
+	RequestsAborted *float64           `json:"requests_aborted,omitempty"`
+	Missing         []string           `json:"missing,omitempty"` // counters absent from either scrape
+}
+
+// Delta computes vLLM counter deltas between two snapshots (Names.Delta with the vLLM
+// preset).
+func Delta(before, after *Snapshot) Deltas { return presets[EngineVLLM].Delta(before, after) }
+
+// Delta computes the counter deltas between two snapshots under these names. A counter
+// absent from either side is listed in Missing rather than reported as zero; a name
+// left empty is neither read nor listed.
+func (n Names) Delta(before, after *Snapshot) Deltas {
 	d := Deltas{RequestSuccess: map[string]float64{}}
-	one := func(name string, dst *float64) {
+	one := func(name string, dst *float64) bool {
+		if name == "" {
+			return false
+		}
 		a, okA := after.Sum(name)
 		b, okB := before.Sum(name)
 		if !okA || !okB {
 			d.Missing = append(d.Missing, name)
-			return
+			return false
 		}
 		*dst = a - b
+		return true
 	}
-	one("vllm:prompt_tokens_total", &d.PromptTokens)
-	one("vllm:generation_tokens_total", &d.GenerationTokens)
-	one("vllm:prefix_cache_queries_total", &d.PrefixQueries)
-	one("vllm:prefix_cache_hits_total", &d.PrefixHits)
-	one("vllm:num_preemptions_total", &d.Preemptions)
-	ba := before.ByLabel("vllm:request_success_total", "finished_reason")
-	for k, v := range after.ByLabel("vllm:request_success_total", "finished_reason") {
-		d.RequestSuccess[k] = v - ba[k]
+	one(n.PromptTokens, &d.PromptTokens)
+	one(n.GenerationTokens, &d.GenerationTokens)
+	one(n.PrefixCacheQueries, &d.PrefixQueries)
+	one(n.PrefixCacheHits, &d.PrefixHits)
+	one(n.Preemptions, &d.Preemptions)
+	var aborted float64
+	if one(n.RequestsAborted, &aborted) {
+		d.RequestsAborted = &aborted
+	}
+	switch {
+	case n.RequestSuccess == "":
+	case n.FinishedReasonLabel == "":
+		var all float64
+		if one(n.RequestSuccess, &all) {
+			d.RequestSuccess["all"] = all
+		}
+	case before.family(n.RequestSuccess) == nil || after.family(n.RequestSuccess) == nil:
+		d.Missing = append(d.Missing, n.RequestSuccess)
+	default:
+		ba := before.ByLabel(n.RequestSuccess, n.FinishedReasonLabel)
+		for k, v := range after.ByLabel(n.RequestSuccess, n.FinishedReasonLabel) {
+			d.RequestSuccess[k] = v - ba[k]
+		}
 	}
 	sort.Strings(d.Missing)
+	d.Missing = slices.Compact(d.Missing)
 	return d
 }

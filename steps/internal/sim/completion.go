@@ -50,6 +50,11 @@ type exchange struct {
 }
 
 func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
+	// The request arrives when its handler starts: reading and tokenising the body is
+	// part of the time to the first token, as on a real server, so the modelled prefill
+	// runs from here and absorbs it instead of adding to it (at a small time scale a
+	// millisecond of parsing would otherwise be a tenth of a modelled second).
+	arrived := time.Now()
 	// One snapshot of the faults decides this request, whatever SetFaults does meanwhile.
 	faults := *s.faults.Load()
 	req, apiErr := s.prepare(r, chat, faults)
@@ -101,7 +106,6 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	}
 
 	reason := finishAbort
-	arrived := time.Now()
 	defer func() { x.release(reason, arrived) }()
 
 	if !s.eng.arrive(x.j, arrived) {
@@ -143,9 +147,13 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		reason = finishError
 		x.finishInbandError()
 		return
+	case plan.fault == faultAbort && sent == plan.faultAfter:
+		reason = finishAbort
+		x.finish(finishAbort, sent)
+		return
 	}
 	reason = plan.finish
-	x.finishOK()
+	x.finish(plan.finish, plan.total)
 }
 
 // pending is the number of buffered output bytes.
@@ -347,12 +355,26 @@ func (x *exchange) finishInbandError() {
 	_ = x.flushOut(true)
 }
 
-func (x *exchange) finishOK() {
+// finish ends the response with finish reason after completion tokens: the usage (when
+// asked for) and [DONE]. A reason other than the plan's (an abort) goes out in a chunk
+// of its own, since the last token chunk carried no finish_reason.
+func (x *exchange) finish(reason string, completion int) {
 	plan := x.req.plan
-	u := usage{PromptTokens: x.req.promptTokens, CompletionTokens: plan.total, TotalTokens: x.req.promptTokens + plan.total}
+	u := usage{PromptTokens: x.req.promptTokens, CompletionTokens: completion, TotalTokens: x.req.promptTokens + completion}
 	u.PromptTokensDetails.CachedTokens = x.j.cached
-	u.CompletionTokensDetails.ReasoningTokens = plan.reasoning
+	u.CompletionTokensDetails.ReasoningTokens = min(plan.reasoning, completion)
 	withUsage := x.req.includeUsage && !plan.omitUsage
+	if x.req.stream && reason != plan.finish {
+		x.buf = append(x.buf, x.chunkPrefix...)
+		if x.req.chat {
+			x.buf = append(x.buf, `"delta":{}`...)
+		} else {
+			x.buf = append(x.buf, `"text":""`...)
+		}
+		x.buf = append(x.buf, `,"logprobs":null,"finish_reason":`...)
+		x.buf = appendFinish(x.buf, reason)
+		x.buf = append(x.buf, "}]}\n\n"...)
+	}
 	if x.req.stream {
 		if withUsage {
 			b, _ := json.Marshal(u)
@@ -390,10 +412,10 @@ func (x *exchange) finishOK() {
 			msg[x.s.cfg.ReasoningField] = x.reasoning.String()
 		}
 		body["object"] = "chat.completion"
-		body["choices"] = []map[string]any{{"index": 0, "message": msg, "logprobs": nil, "finish_reason": plan.finish}}
+		body["choices"] = []map[string]any{{"index": 0, "message": msg, "logprobs": nil, "finish_reason": reason}}
 	} else {
 		body["object"] = "text_completion"
-		body["choices"] = []map[string]any{{"index": 0, "text": x.content.String(), "logprobs": nil, "finish_reason": plan.finish}}
+		body["choices"] = []map[string]any{{"index": 0, "text": x.content.String(), "logprobs": nil, "finish_reason": reason}}
 	}
 	writeJSON(x.w, http.StatusOK, body)
 }

@@ -34,6 +34,10 @@ type Config struct {
 	// TimeScale multiplies every modelled delay: 1 is real time, 0.01 is 100x faster.
 	// Zero means 1.
 	TimeScale float64
+	// Engine is the serving engine the server imitates on /metrics and on its prefix
+	// cache reset endpoint: EngineVLLM (the default; POST /reset_prefix_cache) or
+	// EngineSGLang (POST /flush_cache). The wire protocol is the same for both.
+	Engine string
 	// ReasoningField is the delta field reasoning tokens stream under:
 	// ReasoningFieldReasoningContent (the default) or ReasoningFieldReasoning.
 	ReasoningField string
@@ -62,8 +66,8 @@ type Config struct {
 
 // Faults injects failures. Rates are probabilities per request, decided by the
 // request's own RNG, so the same request IDs fail the same way on every run. At most one
-// of the HTTP error, stream cut, in-band error and hang applies to a request, in that
-// order of precedence; reasoning exhaustion and omitted usage combine with any of them.
+// of the HTTP error, stream cut, in-band error, hang and abort applies to a request, in
+// that order of precedence; reasoning exhaustion and omitted usage combine with any of them.
 type Faults struct {
 	// HTTPErrorRate answers with HTTPErrorStatus (default 500) and an OpenAI error body
 	// before any header of a stream is sent.
@@ -80,6 +84,10 @@ type Faults struct {
 	// the client goes away or the server closes.
 	HangRate  float64 `json:"hang_rate,omitempty"`
 	HangAfter int     `json:"hang_after,omitempty"`
+	// AbortRate ends the stream after AbortAfter tokens with a finish_reason "abort"
+	// chunk, then usage and [DONE]: how vLLM ends a request its engine aborted.
+	AbortRate  float64 `json:"abort_rate,omitempty"`
+	AbortAfter int     `json:"abort_after,omitempty"`
 	// Slowdown multiplies every delay of every request (values below 1 are ignored).
 	Slowdown float64 `json:"slowdown,omitempty"`
 	// ReasoningExhaustionRate makes a chat request reason until max_tokens: no content,
@@ -103,13 +111,14 @@ func (f Faults) validate() error {
 		{"http_error_rate", f.HTTPErrorRate}, {"stream_cut_rate", f.StreamCutRate},
 		{"inband_error_rate", f.InbandErrorRate}, {"hang_rate", f.HangRate},
 		{"reasoning_exhaustion_rate", f.ReasoningExhaustionRate}, {"omit_usage_rate", f.OmitUsageRate},
+		{"abort_rate", f.AbortRate},
 	}
 	for _, r := range rates {
 		if r.v < 0 || r.v > 1 {
 			return fmt.Errorf("faults: %s = %g is not a probability", r.name, r.v)
 		}
 	}
-	if f.StreamCutAfter < 0 || f.InbandErrorAfter < 0 || f.HangAfter < 0 {
+	if f.StreamCutAfter < 0 || f.InbandErrorAfter < 0 || f.HangAfter < 0 || f.AbortAfter < 0 {
 		return fmt.Errorf("faults: *_after token counts must be >= 0")
 	}
 	if f.HTTPErrorStatus != 0 && (f.HTTPErrorStatus < 400 || f.HTTPErrorStatus > 599) {
@@ -153,6 +162,13 @@ func (c Config) normalized() (Config, error) {
 	}
 	if c.TimeScale < 0 {
 		return c, fmt.Errorf("time scale %g must be > 0", c.TimeScale)
+	}
+	switch c.Engine {
+	case "":
+		c.Engine = EngineVLLM
+	case EngineVLLM, EngineSGLang:
+	default:
+		return c, fmt.Errorf("engine %q: want %q or %q", c.Engine, EngineVLLM, EngineSGLang)
 	}
 	switch c.ReasoningField {
 	case "":

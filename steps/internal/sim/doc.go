@@ -1,6 +1,8 @@
 // Package sim is rigor's simulated serving stack: an OpenAI-compatible streaming LLM
-// server with a batch-aware timing model, a real prefix cache, vLLM-named Prometheus
-// metrics, fault injection, and a small container runtime (the runtime = "sim"
+// server with a batch-aware timing model, a real prefix cache, Prometheus metrics under
+// vLLM's or SGLang's names (Config.Engine) with that engine's prefix-cache reset
+// endpoint (POST /reset_prefix_cache or /flush_cache), fault injection, and a small
+// container runtime (the runtime = "sim"
 // counterpart of Docker) that starts, stops, restarts and OOM-kills such servers.
 //
 // The runtime (runtime.go, runtime_proc.go, child.go) runs each container as a server
@@ -32,9 +34,11 @@
 //     from the previous due time, never from when the previous write happened, so timer
 //     lateness does not accumulate. When the server falls behind (tiny TimeScale, heavy
 //     load), chunks that are already due are written together and flushed once.
-//   - Profiles "incumbent" and "flare" reproduce seed 002's C1 and C4 TTFT and TPOT
-//     medians for ~7.7K-token unique prompts within 10%; Predict computes the same model in
-//     virtual time, without sleeping, and the tests hold it to that.
+//   - Profiles "incumbent" and "flare" reproduce, for ~7.7K-token cold prompts, seed
+//     002's C1 TTFT, C1 TPOT and C4 TPOT medians within 10%, and the incumbent gives seed
+//     001's pilot counts (C1 = 52, C4 = 160) within 10%; their C4 TTFT is about a third of
+//     seed 002's, which those counts rule out (profile.go). Predict computes the same
+//     model in virtual time, without sleeping, and the tests hold it to that.
 //   - Server.Close and Running.Close return only after every handler has returned,
 //     including hung ones.
 //   - Every response carries IncarnationHeader: the runtime's incarnation of the

@@ -19,10 +19,10 @@ import (
 //   - On admission the prefix cache says how many prompt tokens are reused, and the
 //     prompt's blocks enter it at once (simpler than vLLM, which caches a block once it is
 //     computed: here a twin prompt admitted mid-prefill already reuses them). The uncached
-//     rest is prefilled on a single prefill lane in admission order: it starts when the
-//     lane is free and lasts PrefillBase + uncached/PrefillTokensPerSecond, stretched by
-//     PrefillSlowdownPerRunning for every other running request. The first output token
-//     is due when that prefill ends.
+//     rest is prefilled on one of PrefillLanes prefill lanes (the one free first), in
+//     admission order: it starts when that lane is free and lasts PrefillBase +
+//     uncached/PrefillTokensPerSecond, stretched by PrefillSlowdownPerRunning for every
+//     other running request. The first output token is due when that prefill ends.
 //   - Each later token is due TPOTBase + TPOTPerRunning*(running-1) after the previous
 //     one's due time, with running read when the gap is computed.
 //   - Every duration carries the request's jitter, the slowdown fault and the time scale.
@@ -36,13 +36,14 @@ type engine struct {
 	mu         sync.Mutex
 	waiting    list.List // of *job, FIFO
 	kvReserved int
-	laneFreeAt time.Time
+	laneFreeAt []time.Time // per prefill lane
 	cache      *prefixCache
 	m          *metrics
 }
 
 func newEngine(p Profile, scale float64, m *metrics) *engine {
-	return &engine{prof: p, scale: scale, cache: newPrefixCache(p.PrefixCacheTokens, p.BlockSize), m: m}
+	return &engine{prof: p, scale: scale, cache: newPrefixCache(p.PrefixCacheTokens, p.BlockSize), m: m,
+		laneFreeAt: make([]time.Time, max(p.PrefillLanes, 1))}
 }
 
 // job is one request's place in the engine.
@@ -98,12 +99,18 @@ func (e *engine) admitLocked(j *job, now time.Time) {
 	contention := 1 + e.prof.PrefillSlowdownPerRunning*float64(running-1)
 	model := e.prof.PrefillBase.Seconds() + uncached/e.prof.PrefillTokensPerSecond*contention
 	d := e.wall(model*jitter(j.timing, e.prof.PrefillJitter), j.slow)
-	start := now
-	if e.laneFreeAt.After(start) {
-		start = e.laneFreeAt
+	lane := 0
+	for i, free := range e.laneFreeAt {
+		if free.Before(e.laneFreeAt[lane]) {
+			lane = i
+		}
 	}
-	e.laneFreeAt = start.Add(d)
-	j.firstDue = e.laneFreeAt
+	start := now
+	if e.laneFreeAt[lane].After(start) {
+		start = e.laneFreeAt[lane]
+	}
+	e.laneFreeAt[lane] = start.Add(d)
+	j.firstDue = e.laneFreeAt[lane]
 	if j.ready != nil {
 		close(j.ready) // wakes a waiting handler; closing under mu keeps it exactly once
 	}
@@ -148,6 +155,20 @@ func (e *engine) finish(j *job, now time.Time) []*job {
 	}
 	e.m.waiting.Store(int64(e.waiting.Len()))
 	return woken
+}
+
+// resetCache empties the prefix cache when no request is running or waiting, and
+// otherwise returns how many are (and changes nothing).
+func (e *engine) resetCache() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := int(e.running.Load()) + e.waiting.Len(); n > 0 {
+		return n
+	}
+	evictions := e.cache.evictions
+	e.cache = newPrefixCache(e.prof.PrefixCacheTokens, e.prof.BlockSize)
+	e.cache.evictions = evictions
+	return 0
 }
 
 // wall converts model seconds into a wall-clock duration under the time scale and slowdown.

@@ -22,6 +22,8 @@ func classify(r *streamResult) string {
 		return "hang"
 	case r.readErr != nil || !r.done:
 		return "stream_cut"
+	case r.finish == finishAbort:
+		return "abort"
 	case r.usage == nil:
 		return "missing_usage"
 	case r.content == "" && r.finish == finishLength:
@@ -44,6 +46,7 @@ func TestFaultsAreClassifiableOnTheWire(t *testing.T) {
 		"hang":                 {Faults{HangRate: 1, HangAfter: 4}, "hang", 4},
 		"reasoning exhaustion": {Faults{ReasoningExhaustionRate: 1}, "reasoning_exhaustion", 2048},
 		"omitted usage":        {Faults{OmitUsageRate: 1}, "missing_usage", -1},
+		"abort":                {Faults{AbortRate: 1, AbortAfter: 6}, "abort", 6},
 		"zero rates":           {Faults{StreamCutRate: 0, StreamCutAfter: 5}, "ok", -1},
 	}
 	for name, tc := range cases {
@@ -60,6 +63,11 @@ func TestFaultsAreClassifiableOnTheWire(t *testing.T) {
 			}
 			if tc.want == "inband_error" && !res.done {
 				t.Error("in-band error not followed by [DONE]")
+			}
+			// An aborted request ends like vLLM's: a finish_reason chunk, usage counting
+			// the tokens it streamed, [DONE].
+			if tc.want == "abort" && (!res.done || res.usage == nil || res.usage.CompletionTokens != tc.wantTokens) {
+				t.Errorf("aborted stream: done %v usage %+v, want [DONE] and usage of %d tokens", res.done, res.usage, tc.wantTokens)
 			}
 			if tc.wantTokens >= 0 {
 				if got := tokens.Count(res.reasoning) + tokens.Count(res.content); got != tc.wantTokens {

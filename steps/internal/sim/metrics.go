@@ -10,23 +10,50 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// vLLM's metric names (vllm/v1/metrics/loggers.py), as prometheus_client exposes them:
-// counters carry the _total suffix.
+// Engines the simulator imitates on /metrics and on its prefix-cache reset endpoint.
 const (
-	metricRunning       = "vllm:num_requests_running"
-	metricWaiting       = "vllm:num_requests_waiting"
-	metricKVUsage       = "vllm:kv_cache_usage_perc"
-	metricCacheQueries  = "vllm:prefix_cache_queries_total"
-	metricCacheHits     = "vllm:prefix_cache_hits_total"
-	metricPromptTokens  = "vllm:prompt_tokens_total"
-	metricGenTokens     = "vllm:generation_tokens_total"
-	metricSuccess       = "vllm:request_success_total"
-	metricPreemptions   = "vllm:num_preemptions_total"
-	metricTTFT          = "vllm:time_to_first_token_seconds"
-	metricE2E           = "vllm:e2e_request_latency_seconds"
-	labelModelName      = "model_name"
-	labelFinishedReason = "finished_reason"
+	EngineVLLM   = "vllm"
+	EngineSGLang = "sglang"
 )
+
+// exposition is one engine's metric names, as the engine exposes them (prometheus_client
+// appends _total to counters). An empty name is a metric the engine does not have.
+type exposition struct {
+	running, waiting, kvUsage       string
+	cacheQueries, cacheHits         string
+	promptTokens, generationTokens  string
+	success, finishedLabel, aborted string
+	preemptions, ttft, e2e          string
+	// resetPath is the engine's POST endpoint that empties the prefix cache.
+	resetPath string
+}
+
+// expositions: vLLM from vllm/v1/metrics/loggers.py and its /reset_prefix_cache route;
+// SGLang from srt/metrics/collector.py (served with --enable-metrics) and its
+// /flush_cache route. SGLang counts cached tokens and finished and aborted requests,
+// with no prefix-cache query counter and no finish-reason label.
+var expositions = map[string]exposition{
+	EngineVLLM: {
+		running: "vllm:num_requests_running", waiting: "vllm:num_requests_waiting", kvUsage: "vllm:kv_cache_usage_perc",
+		cacheQueries: "vllm:prefix_cache_queries_total", cacheHits: "vllm:prefix_cache_hits_total",
+		promptTokens: "vllm:prompt_tokens_total", generationTokens: "vllm:generation_tokens_total",
+		success: "vllm:request_success_total", finishedLabel: "finished_reason",
+		preemptions: "vllm:num_preemptions_total",
+		ttft:        "vllm:time_to_first_token_seconds", e2e: "vllm:e2e_request_latency_seconds",
+		resetPath: "/reset_prefix_cache",
+	},
+	EngineSGLang: {
+		running: "sglang:num_running_reqs", waiting: "sglang:num_queue_reqs", kvUsage: "sglang:token_usage",
+		cacheHits:    "sglang:cached_tokens_total",
+		promptTokens: "sglang:prompt_tokens_total", generationTokens: "sglang:generation_tokens_total",
+		success: "sglang:num_requests_total", aborted: "sglang:num_aborted_requests_total",
+		preemptions: "sglang:num_retracted_requests_total",
+		ttft:        "sglang:time_to_first_token_seconds", e2e: "sglang:e2e_request_latency_seconds",
+		resetPath: "/flush_cache",
+	},
+}
+
+const labelModelName = "model_name"
 
 // Finish reasons as vLLM's request_success counter labels them.
 const (
@@ -110,8 +137,10 @@ func (m *metrics) done(reason string, e2eSeconds float64, heldKV int64) {
 	m.kvInUse.Add(-heldKV)
 }
 
-// writeExposition writes the Prometheus text format, families sorted by name.
-func (m *metrics) writeExposition(w io.Writer, model string, running int64, kvCapacity int) error {
+// writeExposition writes the Prometheus text format under engine's names, families
+// sorted by name.
+func (m *metrics) writeExposition(w io.Writer, engine, model string, running int64, kvCapacity int) error {
+	x := expositions[engine]
 	label := []*dto.LabelPair{{Name: ptr(labelModelName), Value: ptr(model)}}
 	gauge := func(name, help string, v float64) *dto.MetricFamily {
 		return &dto.MetricFamily{Name: ptr(name), Help: ptr(help), Type: dto.MetricType_GAUGE.Enum(),
@@ -138,31 +167,46 @@ func (m *metrics) writeExposition(w io.Writer, model string, running int64, kvCa
 		kvUsage = 1
 	}
 	m.mu.Lock()
-	reasons := make([]string, 0, len(m.finished))
-	for r := range m.finished {
-		reasons = append(reasons, r)
-	}
-	sort.Strings(reasons)
-	success := &dto.MetricFamily{Name: ptr(metricSuccess), Help: ptr("Count of successfully processed requests."),
-		Type: dto.MetricType_COUNTER.Enum()}
-	for _, r := range reasons {
-		success.Metric = append(success.Metric, &dto.Metric{
-			Label:   []*dto.LabelPair{{Name: ptr(labelFinishedReason), Value: ptr(r)}, label[0]},
-			Counter: &dto.Counter{Value: ptr(float64(m.finished[r]))},
-		})
-	}
 	families := []*dto.MetricFamily{
-		gauge(metricRunning, "Number of requests in model execution batches.", float64(running)),
-		gauge(metricWaiting, "Number of requests waiting to be processed.", float64(m.waiting.Load())),
-		gauge(metricKVUsage, "KV-cache usage. 1 means 100 percent usage.", kvUsage),
-		counter(metricCacheQueries, "Prefix cache queries, in terms of number of queried tokens.", float64(m.cacheQueries)),
-		counter(metricCacheHits, "Prefix cache hits, in terms of number of cached tokens.", float64(m.cacheHits)),
-		counter(metricPromptTokens, "Number of prefill tokens processed.", float64(m.promptTokens)),
-		counter(metricGenTokens, "Number of generation tokens processed.", float64(m.generationTokens.Load())),
-		counter(metricPreemptions, "Cumulative number of preemption from the engine.", 0),
-		success,
-		hist(metricTTFT, "Histogram of time to first token in seconds.", m.ttft),
-		hist(metricE2E, "Histogram of e2e request latency in seconds.", m.e2e),
+		gauge(x.running, "Number of requests in model execution batches.", float64(running)),
+		gauge(x.waiting, "Number of requests waiting to be processed.", float64(m.waiting.Load())),
+		gauge(x.kvUsage, "KV-cache usage. 1 means 100 percent usage.", kvUsage),
+		counter(x.cacheHits, "Prefix cache hits, in terms of number of cached tokens.", float64(m.cacheHits)),
+		counter(x.promptTokens, "Number of prefill tokens processed.", float64(m.promptTokens)),
+		counter(x.generationTokens, "Number of generation tokens processed.", float64(m.generationTokens.Load())),
+		counter(x.preemptions, "Cumulative number of preemption from the engine.", 0),
+		hist(x.ttft, "Histogram of time to first token in seconds.", m.ttft),
+		hist(x.e2e, "Histogram of e2e request latency in seconds.", m.e2e),
+	}
+	if x.cacheQueries != "" {
+		families = append(families, counter(x.cacheQueries, "Prefix cache queries, in terms of number of queried tokens.", float64(m.cacheQueries)))
+	}
+	if x.finishedLabel != "" {
+		reasons := make([]string, 0, len(m.finished))
+		for r := range m.finished {
+			reasons = append(reasons, r)
+		}
+		sort.Strings(reasons)
+		success := &dto.MetricFamily{Name: ptr(x.success), Help: ptr("Count of successfully processed requests."),
+			Type: dto.MetricType_COUNTER.Enum()}
+		for _, r := range reasons {
+			success.Metric = append(success.Metric, &dto.Metric{
+				Label:   []*dto.LabelPair{{Name: ptr(x.finishedLabel), Value: ptr(r)}, label[0]},
+				Counter: &dto.Counter{Value: ptr(float64(m.finished[r]))},
+			})
+		}
+		families = append(families, success)
+	} else {
+		var all, aborted int64
+		for r, n := range m.finished {
+			all += n
+			if r == finishAbort || r == finishError {
+				aborted += n
+			}
+		}
+		families = append(families,
+			counter(x.success, "Number of requests processed.", float64(all)),
+			counter(x.aborted, "Number of requests aborted.", float64(aborted)))
 	}
 	m.mu.Unlock()
 	sort.Slice(families, func(i, k int) bool { return families[i].GetName() < families[k].GetName() })

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -179,4 +180,133 @@ func TestMetricsGaugesUnderQueueing(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestSGLangExposition serves SGLang's names (srt/metrics/collector.py) instead of
+// vLLM's, with counters that move by what the client's usage says.
+func TestSGLangExposition(t *testing.T) {
+	rn := startServer(t, Config{TimeScale: fastScale, Engine: EngineSGLang, Faults: Faults{AbortRate: 0.5, AbortAfter: 2}, Seed: 5})
+	before := scrape(t, rn.URL())
+	want := map[string]dto.MetricType{
+		"sglang:num_running_reqs":             dto.MetricType_GAUGE,
+		"sglang:num_queue_reqs":               dto.MetricType_GAUGE,
+		"sglang:token_usage":                  dto.MetricType_GAUGE,
+		"sglang:cached_tokens_total":          dto.MetricType_COUNTER,
+		"sglang:prompt_tokens_total":          dto.MetricType_COUNTER,
+		"sglang:generation_tokens_total":      dto.MetricType_COUNTER,
+		"sglang:num_requests_total":           dto.MetricType_COUNTER,
+		"sglang:num_aborted_requests_total":   dto.MetricType_COUNTER,
+		"sglang:num_retracted_requests_total": dto.MetricType_COUNTER,
+		"sglang:time_to_first_token_seconds":  dto.MetricType_HISTOGRAM,
+		"sglang:e2e_request_latency_seconds":  dto.MetricType_HISTOGRAM,
+	}
+	for name, typ := range want {
+		if f, ok := before[name]; !ok || f.GetType() != typ {
+			t.Errorf("%s missing or not a %v", name, typ)
+		}
+	}
+	if len(before) != len(want) {
+		t.Errorf("%d families, want %d: no vLLM name may leak into the SGLang exposition", len(before), len(want))
+	}
+	var prompt, completion, cached float64
+	aborted := 0
+	for i := range 8 {
+		res, err := doStream(context.Background(), rn.URL(), "/v1/chat/completions", fmt.Sprintf("sg-%d", i), streamChat(promptOf("m", 100), 64))
+		if err != nil || res.usage == nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		prompt += float64(res.usage.PromptTokens)
+		completion += float64(res.usage.CompletionTokens)
+		cached += float64(res.usage.PromptTokensDetails.CachedTokens)
+		if res.finish == finishAbort {
+			aborted++
+		}
+	}
+	if aborted == 0 || aborted == 8 {
+		t.Fatalf("%d of 8 aborted at rate 0.5 with seed 5; the test needs both kinds", aborted)
+	}
+	after := scrape(t, rn.URL())
+	delta := func(name string) float64 { return value(t, after, name) - value(t, before, name) }
+	cases := map[string]struct{ got, want float64 }{
+		"prompt tokens":     {delta("sglang:prompt_tokens_total"), prompt},
+		"cached tokens":     {delta("sglang:cached_tokens_total"), cached},
+		"generation tokens": {delta("sglang:generation_tokens_total"), completion},
+		"requests":          {delta("sglang:num_requests_total"), 8},
+		"aborted requests":  {delta("sglang:num_aborted_requests_total"), float64(aborted)},
+	}
+	for name, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s moved by %v, want %v", name, c.got, c.want)
+		}
+	}
+	if cached == 0 {
+		t.Error("repeated prompts were never served from the cache")
+	}
+}
+
+// TestCacheReset empties the prefix cache through each engine's own endpoint: the same
+// prompt is a cache hit before the reset and a miss after it. The other engine's path
+// does not exist, and a reset under load is refused.
+func TestCacheReset(t *testing.T) {
+	for engine, x := range expositions {
+		t.Run(engine, func(t *testing.T) {
+			rn := startServer(t, Config{TimeScale: fastScale, Engine: engine})
+			prompt := promptOf("reset", 200)
+			cachedOf := func(id string) int {
+				res, err := doStream(context.Background(), rn.URL(), "/v1/chat/completions", id, streamChat(prompt, 8))
+				if err != nil || res.usage == nil {
+					t.Fatalf("%s: %v", id, err)
+				}
+				return res.usage.PromptTokensDetails.CachedTokens
+			}
+			cachedOf("a")
+			if c := cachedOf("b"); c < 150 {
+				t.Fatalf("second send cached %d tokens, want the prompt from the cache", c)
+			}
+			reset := func(path string) int {
+				resp, err := http.Post(rn.URL()+path, "application/json", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if code := reset(x.resetPath); code != http.StatusOK {
+				t.Fatalf("POST %s: %d", x.resetPath, code)
+			}
+			if c := cachedOf("c"); c != 0 {
+				t.Errorf("after the reset %d tokens came from the cache, want 0", c)
+			}
+			for other, ox := range expositions {
+				if other != engine {
+					if code := reset(ox.resetPath); code != http.StatusNotFound && code != http.StatusMethodNotAllowed {
+						t.Errorf("%s serves %s's %s: %d", engine, other, ox.resetPath, code)
+					}
+				}
+			}
+		})
+	}
+	t.Run("refused under load", func(t *testing.T) {
+		rn := startServer(t, Config{TimeScale: fastScale, Faults: Faults{HangRate: 1, HangAfter: 1}})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = doStream(ctx, rn.URL(), "/v1/chat/completions", "hung", streamChat("x y z", 8))
+		}()
+		deadline := time.Now().Add(5 * time.Second)
+		for rn.Server().Stats().Running != 1 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		resp, err := http.Post(rn.URL()+"/reset_prefix_cache", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("reset with a request running: %d, want 400", resp.StatusCode)
+		}
+		cancel()
+		<-done
+	})
 }

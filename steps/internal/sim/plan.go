@@ -41,6 +41,7 @@ const (
 	faultCut
 	faultInband
 	faultHang
+	faultAbort
 )
 
 // requestPlan is everything about a request decided before it is scheduled.
@@ -94,6 +95,7 @@ func planRequest(p Profile, f Faults, seed uint64, maxTokens int, effort string,
 	// All fault draws happen, always in this order, so each decision depends only on its own rate.
 	fr := newRNG(seed, saltFaults)
 	uHTTP, uCut, uInband, uHang, uExhaust, uUsage := fr.Float64(), fr.Float64(), fr.Float64(), fr.Float64(), fr.Float64(), fr.Float64()
+	uAbort := fr.Float64() // drawn last, so adding it changed no earlier decision
 	if chat && uExhaust < f.ReasoningExhaustionRate {
 		plan.total, plan.reasoning = maxTokens, maxTokens
 	}
@@ -110,6 +112,8 @@ func planRequest(p Profile, f Faults, seed uint64, maxTokens int, effort string,
 		plan.fault, plan.faultAfter = faultInband, f.InbandErrorAfter
 	case uHang < f.HangRate:
 		plan.fault, plan.faultAfter = faultHang, f.HangAfter
+	case uAbort < f.AbortRate:
+		plan.fault, plan.faultAfter = faultAbort, f.AbortAfter
 	}
 	plan.faultAfter = min(plan.faultAfter, plan.total)
 	plan.omitUsage = uUsage < f.OmitUsageRate

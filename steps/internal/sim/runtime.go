@@ -198,6 +198,7 @@ type containerConfig struct {
 	Seed              uint64  `json:"seed,omitempty"`
 	TimeScale         float64 `json:"time_scale,omitempty"`
 	ReasoningField    string  `json:"reasoning_field,omitempty"`
+	Engine            string  `json:"engine,omitempty"`
 	MaxRunning        int     `json:"max_running,omitempty"`
 	PrefixCacheTokens int     `json:"prefix_cache_tokens,omitempty"`
 	TokensPerChunk    int     `json:"tokens_per_chunk,omitempty"`
@@ -244,7 +245,7 @@ type exitState struct {
 }
 
 func (c Config) toContainer() containerConfig {
-	return containerConfig{ModelName: c.ModelName, Seed: c.Seed, TimeScale: c.TimeScale, ReasoningField: c.ReasoningField,
+	return containerConfig{ModelName: c.ModelName, Seed: c.Seed, TimeScale: c.TimeScale, ReasoningField: c.ReasoningField, Engine: c.Engine,
 		MaxRunning: c.MaxRunning, PrefixCacheTokens: c.PrefixCacheTokens, TokensPerChunk: c.TokensPerChunk, Faults: c.Faults}
 }
 
@@ -254,7 +255,7 @@ func (r *record) config() (Config, error) {
 		return Config{}, err
 	}
 	c := r.Config
-	return Config{Profile: prof, ModelName: c.ModelName, Seed: c.Seed, TimeScale: c.TimeScale, ReasoningField: c.ReasoningField,
+	return Config{Profile: prof, ModelName: c.ModelName, Seed: c.Seed, TimeScale: c.TimeScale, ReasoningField: c.ReasoningField, Engine: c.Engine,
 		MaxRunning: c.MaxRunning, PrefixCacheTokens: c.PrefixCacheTokens, TokensPerChunk: c.TokensPerChunk, Faults: c.Faults}, nil
 }
 

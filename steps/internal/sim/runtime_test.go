@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -449,5 +450,46 @@ func TestDefaultRoot(t *testing.T) {
 				t.Errorf("DefaultRoot() = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// Every setting of the server's Config crosses into the server process: a container
+// created for SGLang serves SGLang's metric names and its cache reset path.
+func TestContainerConfigReachesTheServer(t *testing.T) {
+	h := testHost(t)
+	if _, err := h.Create(ContainerSpec{Name: "sg", Image: "sim:incumbent", Listen: "127.0.0.1:0",
+		Config: Config{Engine: EngineSGLang, ModelName: "served-as-this", TimeScale: 0.01}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start("sg"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := h.Inspect("sg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) string {
+		resp, err := http.Get(info.Endpoint + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b := new(strings.Builder)
+		_, _ = io.Copy(b, resp.Body)
+		return b.String()
+	}
+	if m := get("/metrics"); !strings.Contains(m, "sglang:") || strings.Contains(m, "vllm:") {
+		t.Fatalf("the server process must imitate SGLang's metric names:\n%.400s", m)
+	}
+	if models := get("/v1/models"); !strings.Contains(models, "served-as-this") {
+		t.Fatalf("the model name must reach the server process: %s", models)
+	}
+	resp, err := http.Post(info.Endpoint+"/flush_cache", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("SGLang's /flush_cache answered %s", resp.Status)
 	}
 }

@@ -77,6 +77,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/models", s.serveModels)
 	s.mux.HandleFunc("POST /debug/scheduler-trace", s.tracked(s.serveSchedulerTrace))
 	s.mux.HandleFunc("/debug/faults", s.serveFaults) // admin.go
+	s.mux.HandleFunc("POST "+expositions[cfg.Engine].resetPath, s.serveCacheReset)
 	return s, nil
 }
 
@@ -186,7 +187,19 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	// A write error means the scraper went away; there is no one left to tell.
-	_ = s.m.writeExposition(w, s.cfg.ModelName, s.eng.running.Load(), s.cfg.Profile.KVCapacityTokens)
+	_ = s.m.writeExposition(w, s.cfg.Engine, s.cfg.ModelName, s.eng.running.Load(), s.cfg.Profile.KVCapacityTokens)
+}
+
+// serveCacheReset empties the prefix cache, as vLLM's POST /reset_prefix_cache and
+// SGLang's POST /flush_cache do. Like SGLang's flush, it refuses while requests are
+// running or waiting: their blocks are in use, and a reset under load would make the
+// cache state of the requests in flight depend on timing.
+func (s *Server) serveCacheReset(w http.ResponseWriter, r *http.Request) {
+	if n := s.eng.resetCache(); n > 0 {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("prefix cache not reset: %d requests are running or waiting", n))
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // apiError is an OpenAI-style error, which vLLM sends with the same status code in "code".

@@ -13,4 +13,8 @@
 // comparison, and the refresh of a recorded identity against the world (Refresh,
 // RefreshKey: engine.Refresher for the steps that leave a target running).
 // protected.go hashes the protected files under the names the engine pins them by.
+//
+// A target names its serving engine (engine.go): the engine's preset gives the native
+// metric names every block reads (promscrape.Names), each overridable by a *_metric
+// attribute, and cache_reset declares the call that empties the engine's prefix cache.
 package target

@@ -20,7 +20,7 @@ func SimSpec(t Target) (sim.ContainerSpec, error) {
 	if err != nil {
 		return sim.ContainerSpec{}, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	cfg := sim.Config{Profile: prof, ModelName: t.Model, Seed: t.Seed, TimeScale: t.TimeScale, ReasoningField: t.Reasoning, Faults: t.Faults}
+	cfg := sim.Config{Profile: prof, ModelName: t.Model, Seed: t.Seed, TimeScale: t.TimeScale, ReasoningField: t.Reasoning, Faults: t.Faults, Engine: t.Engine}
 	return sim.ContainerSpec{Name: t.Container, Image: t.Image, Listen: listen, Config: cfg}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rigor-bench/rigor/steps/internal/promscrape"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -31,9 +32,15 @@ type Target struct {
 	Faults        sim.Faults
 	HealthPath    string
 	HealthTimeout time.Duration
-	RunningMetric string
-	WaitingMetric string
+	RunningMetric string // Native.Running, kept for the gates that read it
+	WaitingMetric string // Native.Waiting
 	Reasoning     string
+
+	// The serving engine: its native metric names (the engine's preset, each name
+	// overridable) and the path POSTed to reset its prefix cache, when declared.
+	Engine     string
+	Native     promscrape.Names
+	CacheReset string
 
 	// Docker runtime: the engine URL of the host ("" = DOCKER_HOST) and the declared
 	// container configuration.
@@ -66,7 +73,7 @@ func FromValue(v cty.Value) (Target, error) {
 		Name: Str(v, "name"), Container: Str(v, "container"), Image: Str(v, "image"),
 		Endpoint: strings.TrimRight(Str(v, "endpoint"), "/"), Metrics: Str(v, "metrics"), Model: Str(v, "model"),
 		APIKey: Str(v, "api_key"), HealthPath: Str(v, "health_path"), Runtime: Str(v, "runtime"),
-		RunningMetric: Str(v, "running_metric"), WaitingMetric: Str(v, "waiting_metric"), Reasoning: Str(v, "reasoning_field"),
+		Reasoning: Str(v, "reasoning_field"),
 		TimeScale: Num(v, "time_scale", 1), Seed: uint64(Num(v, "seed", 0)),
 	}
 	if h := attr(v, "host"); h != cty.NilVal && !h.IsNull() {
@@ -95,11 +102,8 @@ func FromValue(v cty.Value) (Target, error) {
 	if t.HealthPath == "" {
 		t.HealthPath = "/health"
 	}
-	if t.RunningMetric == "" {
-		t.RunningMetric = "vllm:num_requests_running"
-	}
-	if t.WaitingMetric == "" {
-		t.WaitingMetric = "vllm:num_requests_waiting"
+	if err := t.readEngine(v); err != nil {
+		return t, err
 	}
 	t.HealthTimeout = 60 * time.Second
 	if s := Str(v, "health_timeout"); s != "" {

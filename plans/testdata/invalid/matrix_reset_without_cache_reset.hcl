@@ -1,0 +1,24 @@
+# want: "Target cannot reset its cache" line 22
+# detail: Arm "a" resets the prefix cache, but its target declares no cache_reset call
+campaign "c" {
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+target "incumbent" {
+  endpoint = "http://127.0.0.1:8000"
+}
+workload "w" {
+  corpus_seed = 1
+}
+
+matrix "m" {
+  workload    = workload.w
+  concurrency = [1]
+  requests    = 8
+  arm "a" {
+    target      = target.incumbent
+    reset_cache = true
+  }
+}

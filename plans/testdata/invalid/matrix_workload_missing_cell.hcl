@@ -1,0 +1,23 @@
+# want: "Missing cell" line 17
+# detail: workload has no entry for concurrency 4; use the key "c4".
+campaign "c" {
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+target "incumbent" {
+  endpoint = "http://127.0.0.1:8000"
+}
+workload "w" {
+  corpus_seed = 1
+}
+
+matrix "m" {
+  workload    = { c1 = workload.w }
+  concurrency = [1, 4]
+  requests    = 8
+  arm "a" {
+    target = target.incumbent
+  }
+}
