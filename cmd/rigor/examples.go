@@ -30,7 +30,7 @@ var commandExamples = map[string]string{
   rigor gpus --host-kind sim --sim-gpus 2`,
 	"rigor fmt": `  rigor fmt examples/quickstart/campaign.hcl
   rigor fmt --check examples/   # non-zero if a file is not in canonical style`,
-	"rigor sim":       `  rigor sim serve --profile incumbent --listen 127.0.0.1:18080`,
+	"rigor sim": `  rigor sim serve --profile incumbent --listen 127.0.0.1:18080`,
 	"rigor sim ps": `  rigor sim ps          # the simulator servers campaigns left running
   rigor sim ps --all --json`,
 	"rigor sim stop": `  rigor sim stop quickstart-candidate
