@@ -14,12 +14,14 @@ import (
 // factor; a bad body is refused and changes nothing.
 func TestFaultsEndpointSlowsTheSameServer(t *testing.T) {
 	rn := startServer(t, Config{TimeScale: 0.05}) // modelled delays well above scheduling noise
-	e2e := func() time.Duration {
+	// Each request sends a prompt of the same size the prefix cache has not seen,
+	// so the two differ only by the slowdown.
+	e2e := func(prefix string) time.Duration {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		start := time.Now()
-		res, err := doStream(ctx, rn.URL(), "/v1/chat/completions", "same-id", streamChat(promptOf("d", 200), 200))
+		res, err := doStream(ctx, rn.URL(), "/v1/chat/completions", "same-id", streamChat(promptOf(prefix, 200), 200))
 		if err != nil || !res.done {
 			t.Fatalf("request: %v", err)
 		}
@@ -36,11 +38,11 @@ func TestFaultsEndpointSlowsTheSameServer(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&f)
 		return resp.StatusCode, f
 	}
-	before := e2e()
+	before := e2e("d")
 	if code, f := post(`{"slowdown": 3}`); code != http.StatusOK || f.Slowdown != 3 {
 		t.Fatalf("POST slowdown: %d %+v", code, f)
 	}
-	after := e2e()
+	after := e2e("e")
 	if ratio := float64(after) / float64(before); ratio < 2 || ratio > 5 {
 		t.Errorf("slowdown 3 changed E2E %v → %v (×%.2f), want about ×3", before, after, ratio)
 	}
