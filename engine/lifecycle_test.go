@@ -655,3 +655,46 @@ func between(s, from, to string) string {
 	v, _, _ := strings.Cut(after, to)
 	return v
 }
+
+// A crash in the middle of a deploy (rerun_safe) leaves what runs at its key
+// unknown: the resume does not hold the world to the deploy before it, it runs the
+// interrupted deploy again and goes on.
+func TestCrashDuringARerunSafeDeploy(t *testing.T) {
+	h := newHarness(t)
+	src := header + `
+step "world" "incumbent" { key = "endpoint" }
+step "probe" "pilot" { depends_on = [step.world.incumbent] }
+step "world" "candidate" {
+  key        = "endpoint"
+  outage     = "begin"
+  rerun_safe = true
+  depends_on = [step.probe.pilot]
+}
+step "probe" "block" { depends_on = [step.world.candidate] }
+step "world" "restore" {
+  key    = "endpoint"
+  always = true
+  outage = "end"
+}
+`
+	if _, err := h.apply(context.Background(), h.load(src)); err != nil {
+		t.Fatal(err)
+	}
+	truncateAfter(t, h.state, func(r engine.Record) bool { return r.Kind == engine.KindStepStart && r.Step == "world.candidate" })
+	// The dead deploy had already taken the incumbent out of service.
+	h.world.set("endpoint", "half-deployed")
+	h.probe.order = nil
+	sum, err := h.apply(context.Background(), h.load(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"world.candidate", "probe.block", "world.restore"}, h.probe.ran()); diff != "" {
+		t.Fatalf("resume ran (-want +got):\n%s", diff)
+	}
+	if n := len(kinds(h.records(), engine.KindRefresh)); n != 0 {
+		t.Fatalf("nothing is refreshed while the interrupted deploy runs again: %d refresh records", n)
+	}
+	if sum.Status != engine.EndCompleted {
+		t.Fatalf("summary %+v", sum)
+	}
+}

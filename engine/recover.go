@@ -98,10 +98,15 @@ func (r *run) recoverCrash() {
 	msg := fmt.Sprintf("the previous apply ended without closing the campaign: %d attempt(s) left open", len(open))
 	switch {
 	case reachedAlways && allAlwaysDone && !r.outageView().Open:
-		// Everything but the campaign_end was done: nothing runs again.
+		// Everything but the campaign_end was done: nothing runs again, and the
+		// always-steps count as the dead apply left them.
 		for _, inst := range r.plan.Instances {
 			if inst.Meta.Always {
-				r.parked[inst.Addr] = true
+				if h := r.st.steps[inst.Addr]; h != nil && h.final != nil {
+					r.terminal[inst.Addr] = h.final
+				} else {
+					r.parked[inst.Addr] = true
+				}
 			}
 		}
 		r.parkRest()
@@ -179,10 +184,11 @@ func (r *run) closeOutageFromEvidence() {
 // succeeded. A target that changed while no apply ran is never reused.
 func (r *run) refresh() error {
 	latest := map[string]*plans.Instance{}
+	redo := map[string]bool{} // keys whose latest change was interrupted: it runs again
 	var keys []string
 	for _, e := range r.historyView() {
 		inst, ok := r.plan.Instance(e.Addr)
-		if !ok || e.Status != StatusSucceeded {
+		if !ok || (e.Status != StatusSucceeded && e.Status != StatusInterrupted) {
 			continue
 		}
 		rf, ok := r.reg[inst.Type].(Refresher)
@@ -195,11 +201,19 @@ func (r *run) refresh() error {
 		}
 		unmarked, _ := cfg.UnmarkDeep()
 		key := rf.RefreshKey(unmarked)
+		if e.Status == StatusInterrupted {
+			// The dead apply was changing what runs there (a deploy it had begun);
+			// the step runs again and establishes it, so there is nothing to hold
+			// the world to until then.
+			redo[key] = true
+			continue
+		}
 		if _, seen := latest[key]; !seen {
 			keys = append(keys, key)
 		}
-		latest[key] = inst
+		latest[key], redo[key] = inst, false
 	}
+	keys = slices.DeleteFunc(keys, func(k string) bool { return redo[k] })
 	var problems []string
 	for _, key := range keys {
 		inst := latest[key]
