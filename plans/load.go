@@ -112,7 +112,7 @@ func Load(path string, opts Options) (*Plan, *hclparse.Parser, hcl.Diagnostics) 
 			continue
 		}
 		p.Sources = append(p.Sources, SourceFile{Name: filepath.Base(name), Bytes: src})
-		f, fdiags := parser.ParseHCL(src, name)
+		f, fdiags := parseHCL(parser, src, name)
 		diags = append(diags, fdiags...)
 		if f != nil {
 			bodies = append(bodies, f)
