@@ -157,21 +157,27 @@ func (p *Plan) Context(outputs Outputs) (*hcl.EvalContext, hcl.Diagnostics) {
 }
 
 func (e *evaluator) context(outputs Outputs, withSteps bool) (*hcl.EvalContext, hcl.Diagnostics) {
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": e.vars}, Functions: e.funcs}
+	base := map[string]cty.Value{"var": e.vars, "step": cty.DynamicVal}
 	if withSteps {
-		ctx.Variables["step"] = e.stepObject(outputs)
-	} else {
-		ctx.Variables["step"] = cty.DynamicVal
+		base["step"] = e.stepObject(outputs)
 	}
 	var diags hcl.Diagnostics
-	ns := map[string]map[string]cty.Value{blockHost: {}, blockTarget: {}, blockWorkload: {}, blockGate: {}}
-	publish := func() {
-		for kind, m := range ns {
-			ctx.Variables[kind] = cty.ObjectVal(m)
-		}
-	}
-	publish()
+	values := make(map[string]cty.Value, len(e.dataOrder))
+	// Each data block is evaluated in a context holding only the data blocks it
+	// names (references were resolved, so nothing else can be reached): publishing
+	// the whole namespace again after every block made evaluation quadratic in the
+	// number of blocks.
 	for _, d := range e.dataOrder {
+		seen := map[string]map[string]cty.Value{}
+		for _, r := range e.refs[d.ID()] {
+			if x, ok := e.entities[r.Entity].(*DataBlock); ok {
+				if seen[x.Kind] == nil {
+					seen[x.Kind] = map[string]cty.Value{}
+				}
+				seen[x.Kind][x.Name] = values[x.ID()]
+			}
+		}
+		ctx := &hcl.EvalContext{Variables: namespaces(base, seen), Functions: e.funcs}
 		attrs := map[string]cty.Value{"name": cty.StringVal(d.Name)}
 		for _, name := range sortedAttrNames(d.Attrs) {
 			v, vd := d.Attrs[name].Expr.Value(ctx)
@@ -181,10 +187,28 @@ func (e *evaluator) context(outputs Outputs, withSteps bool) (*hcl.EvalContext, 
 			}
 			attrs[name] = v
 		}
-		ns[d.Kind][d.Name] = cty.ObjectVal(attrs)
-		ctx.Variables[d.Kind] = cty.ObjectVal(ns[d.Kind])
+		values[d.ID()] = cty.ObjectVal(attrs)
 	}
-	return ctx, diags
+	all := map[string]map[string]cty.Value{}
+	for _, d := range e.dataOrder {
+		if all[d.Kind] == nil {
+			all[d.Kind] = map[string]cty.Value{}
+		}
+		all[d.Kind][d.Name] = values[d.ID()]
+	}
+	return &hcl.EvalContext{Variables: namespaces(base, all), Functions: e.funcs}, diags
+}
+
+// namespaces is base plus one object per data block kind (empty when none is given).
+func namespaces(base map[string]cty.Value, kinds map[string]map[string]cty.Value) map[string]cty.Value {
+	out := make(map[string]cty.Value, len(base)+4)
+	for k, v := range base {
+		out[k] = v
+	}
+	for _, kind := range []string{blockHost, blockTarget, blockWorkload, blockGate} {
+		out[kind] = cty.ObjectVal(kinds[kind])
+	}
+	return out
 }
 
 // stepObject is the value of the "step" namespace: step.TYPE.NAME is the outputs of

@@ -115,9 +115,15 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	// the canonical plan shows what is known and what waits for which step.
 	ctx, d := p.Context(nil)
 	diags = append(diags, d...)
+	// Evaluation only reads the context and the syntax tree, so instances are
+	// evaluated on every core; diagnostics are merged in run order.
+	instDiags := make([]hcl.Diagnostics, len(p.Instances))
+	parallelFor(len(p.Instances), 256, func(n int) {
+		inst := p.Instances[n]
+		inst.Config, instDiags[n] = inst.evalConfig(ctx)
+	})
 	seen := map[string]bool{}
-	for _, inst := range p.Instances {
-		v, d := inst.evalConfig(ctx)
+	for _, d := range instDiags {
 		for _, x := range d {
 			// Matrix instances share expressions: one mistake is reported once.
 			key := x.Summary + "\x00" + x.Detail
@@ -129,7 +135,6 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 				diags = append(diags, x)
 			}
 		}
-		inst.Config = v
 	}
 	return diags
 }
@@ -408,6 +413,11 @@ func requestsFor(req cty.Value, conc int, rng hcl.Range, diags *hcl.Diagnostics)
 }
 
 func convertMarked(v cty.Value, ty cty.Type) (cty.Value, error) {
+	if ty == cty.DynamicPseudoType || v.Type().Equals(ty) {
+		// Nothing to convert: keep v, marks and all, rather than rebuilding a copy
+		// of it (a target object) for every matrix instance.
+		return v, nil
+	}
 	u, pvm := v.UnmarkDeepWithPaths()
 	cv, err := convert.Convert(u, ty)
 	if err != nil {
