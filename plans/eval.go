@@ -24,6 +24,9 @@ type evaluator struct {
 	// stepDeps lists, per data block, the step entities it depends on transitively,
 	// so a step that names a target waits for the build the target's image comes from.
 	stepDeps map[string][]ref
+	// planCtx is the plan-time context (no step has run) the instances were
+	// evaluated in; checks after expansion evaluate in it too.
+	planCtx *hcl.EvalContext
 }
 
 func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {

@@ -115,6 +115,7 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	// the canonical plan shows what is known and what waits for which step.
 	ctx, d := p.Context(nil)
 	diags = append(diags, d...)
+	e.planCtx = ctx
 	// Evaluation only reads the context and the syntax tree, so instances are
 	// evaluated on every core; diagnostics are merged in run order.
 	instDiags := make([]hcl.Diagnostics, len(p.Instances))
@@ -183,7 +184,21 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 	if d.HasErrors() {
 		return nil, diags
 	}
-	fe, _ = fe.UnmarkDeep()
+	fe, pvm := fe.UnmarkDeepWithPaths()
+	// Instance keys name instances in addresses, logs and evidence, so they must
+	// not be sensitive; a sensitive value stays sensitive in each.value.
+	sensitiveKeys := map[string]bool{}
+	for _, pm := range pvm {
+		if _, ok := pm.Marks[Sensitive]; !ok {
+			continue
+		}
+		key, ok := forEachKey(fe, pm.Path)
+		if !ok {
+			return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument",
+				"for_each uses a sensitive value as instance keys; keys appear in addresses, logs and evidence. Use a map whose keys are not sensitive."))
+		}
+		sensitiveKeys[key] = true
+	}
 	if !fe.IsWhollyKnown() {
 		return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument",
 			"for_each must be known at plan time; it cannot depend on a step's outputs."))
@@ -203,7 +218,11 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			insts = append(insts, mk(k, true, vals[k]))
+			v := vals[k]
+			if sensitiveKeys[k] {
+				v = v.Mark(Sensitive)
+			}
+			insts = append(insts, mk(k, true, v))
 		}
 	case fe.Type().IsSetType() || fe.Type().IsListType() || fe.Type().IsTupleType():
 		var keys []string
@@ -226,6 +245,24 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 			"for_each must be a map, an object, or a set of strings; got %s.", fe.Type().FriendlyName()))
 	}
 	return insts, diags
+}
+
+// forEachKey is the instance key a marked path inside a for_each map or object
+// belongs to; false when the mark is on the whole value or on a list or set element
+// (whose values are the keys).
+func forEachKey(fe cty.Value, path cty.Path) (string, bool) {
+	if len(path) == 0 || !(fe.Type().IsMapType() || fe.Type().IsObjectType()) {
+		return "", false
+	}
+	switch st := path[0].(type) {
+	case cty.GetAttrStep:
+		return st.Name, true
+	case cty.IndexStep:
+		if st.Key.Type() == cty.String {
+			return st.Key.AsString(), true
+		}
+	}
+	return "", false
 }
 
 func withEach(ctx *hcl.EvalContext, key string, value cty.Value) *hcl.EvalContext {

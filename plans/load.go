@@ -249,6 +249,9 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 	}
 	p.ev = ev
 	diags = append(diags, p.expand(opts.StepTypes)...)
+	if !diags.HasErrors() {
+		diags = append(diags, p.checkSensitive(opts.StepTypes)...)
+	}
 	return diags
 }
 
