@@ -690,6 +690,7 @@ func (r *run) start(inst *plans.Instance) (bool, error) {
 		Progress: func(p Progress) { r.opts.Observe(Event{Kind: "progress", Addr: inst.Addr, Progress: p}) },
 		Outage:   r.outageView,
 		History:  r.historyView,
+		Secrets:  secretsOf(cfg),
 	}
 	r.running[inst.Addr] = inst
 	done := make(chan Result, 1)
