@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps"
 )
 
 // laneCampaign writes a campaign of at least size bytes built from lanes, each the
@@ -158,4 +162,22 @@ func prevRestore(i int) string {
 		return "step.exec.oracle0"
 	}
 	return fmt.Sprintf("step.restore.r%d", i-1)
+}
+
+// TestLaneCampaign checks the generated campaign the benchmarks time: every lane's
+// instances, each lane waiting for the previous lane's restore.
+func TestLaneCampaign(t *testing.T) {
+	path, lanes, want := laneCampaign(t, 40_000)
+	p := mustLoad(t, path, plans.Options{StepTypes: steps.Registry().Types(), Env: []string{}})
+	if len(p.Instances) != want || lanes < 10 {
+		t.Fatalf("%d instances from %d lanes, want %d", len(p.Instances), lanes, want)
+	}
+	d, ok := p.Instance("deploy.d5")
+	if !ok || !slices.Contains(d.DependsOn, "restore.r4") {
+		t.Errorf("deploy.d5 waits for %v, want restore.r4 among them", d.DependsOn)
+	}
+	// The last instance is the last lane's restore: lanes run one after another.
+	if last := p.Instances[len(p.Instances)-1].Addr; last != fmt.Sprintf("restore.r%d", lanes-1) {
+		t.Errorf("last instance %s", last)
+	}
 }
