@@ -77,6 +77,14 @@ func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
 // checkCycles adds every reference as an edge to a graph that refuses cycles, and
 // turns a refused edge into a diagnostic that shows each reference of the cycle.
 func (e *evaluator) checkCycles(ids []string) hcl.Diagnostics {
+	// PreventCycles searches the graph on every edge it adds, which is quadratic
+	// along a chain of steps declared last-first (20,000 of them took 100 s). Only
+	// the entities a linear pass cannot order can be on a cycle, so only their
+	// edges go through it; an acyclic campaign never does.
+	onCycle := e.unordered(ids)
+	if len(onCycle) == 0 {
+		return nil
+	}
 	var diags hcl.Diagnostics
 	g := graph.New(graph.StringHash, graph.Directed(), graph.PreventCycles())
 	for _, id := range ids {
@@ -84,8 +92,11 @@ func (e *evaluator) checkCycles(ids []string) hcl.Diagnostics {
 	}
 	edgeRange := map[[2]string]hcl.Range{}
 	for _, id := range ids {
+		if !onCycle[id] {
+			continue
+		}
 		for _, r := range e.refs[id] {
-			if r.Entity == "each" || strings.HasPrefix(r.Entity, "var.") {
+			if r.Entity == "each" || strings.HasPrefix(r.Entity, "var.") || !onCycle[r.Entity] {
 				continue
 			}
 			key := [2]string{id, r.Entity}
@@ -120,6 +131,46 @@ func (e *evaluator) checkCycles(ids []string) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// unordered runs Kahn's algorithm over the references and returns the entities it
+// cannot order: those on a cycle and those that refer to one.
+func (e *evaluator) unordered(ids []string) map[string]bool {
+	pending := map[string]int{} // references not yet satisfied
+	referrers := map[string][]string{}
+	for _, id := range ids {
+		seen := map[string]bool{}
+		for _, r := range e.refs[id] {
+			if r.Entity == "each" || strings.HasPrefix(r.Entity, "var.") || seen[r.Entity] {
+				continue
+			}
+			seen[r.Entity] = true
+			pending[id]++
+			referrers[r.Entity] = append(referrers[r.Entity], id)
+		}
+	}
+	var ready []string
+	for _, id := range ids {
+		if pending[id] == 0 {
+			ready = append(ready, id)
+		}
+	}
+	for len(ready) > 0 {
+		id := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		for _, x := range referrers[id] {
+			if pending[x]--; pending[x] == 0 {
+				ready = append(ready, x)
+			}
+		}
+	}
+	left := map[string]bool{}
+	for _, id := range ids {
+		if pending[id] > 0 {
+			left[id] = true
+		}
+	}
+	return left
 }
 
 // orderData orders data blocks so each comes after the data blocks it names, keeping
