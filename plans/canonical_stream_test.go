@@ -91,19 +91,27 @@ func TestAppendCanonicalJSONValues(t *testing.T) {
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
-			want, err := plans.CanonicalJSON(plans.CanonicalValue(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := plans.AppendCanonicalJSON(nil, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(bytes.TrimSuffix(want, []byte("\n"))), string(got)); diff != "" {
+			want, got := encodeBoth(t, v)
+			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-encoding/json +streamed):\n%s", diff)
 			}
 		})
 	}
+}
+
+// encodeBoth is v's JSON from encoding/json (via CanonicalValue) and from the
+// streamed encoder.
+func encodeBoth(t *testing.T, v cty.Value) (string, string) {
+	t.Helper()
+	want, err := plans.CanonicalJSON(plans.CanonicalValue(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := plans.AppendCanonicalJSON(nil, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(bytes.TrimSuffix(want, []byte("\n"))), string(got)
 }
 
 // FuzzAppendCanonicalString holds the string encoder to encoding/json's for any
@@ -113,16 +121,7 @@ func FuzzAppendCanonicalString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v := cty.StringVal(s)
-		want, err := plans.CanonicalJSON(plans.CanonicalValue(v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := plans.AppendCanonicalJSON(nil, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(bytes.TrimSuffix(want, []byte("\n"))) != string(got) {
+		if want, got := encodeBoth(t, cty.StringVal(s)); want != got {
 			t.Fatalf("%q: encoding/json %s, streamed %s", s, want, got)
 		}
 	})

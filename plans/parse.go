@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -126,11 +127,14 @@ func (n chunkNav) ContextDefRange(offset int) hcl.Range {
 // bytes apart: line starts outside any bracket, string, heredoc, comment or
 // template. It follows HCL's lexical structure closely enough to find such lines in
 // an ordinary file and returns nil when it is unsure (an unterminated construct, a
-// newline inside a quoted string). A wrong cut cannot go unnoticed: it leaves a
+// newline inside a quoted string, invalid UTF-8). A wrong cut cannot go unnoticed: it leaves a
 // piece ending inside a construct, which is a parse error, and parseHCL then parses
 // the file whole.
 func topLevelCuts(src []byte, every int) []cut {
-	if len(src) < 2*every {
+	// hclsyntax counts lines by grapheme clusters, and an invalid UTF-8 byte can
+	// swallow the newline after it (testdata/fuzz/FuzzChunkedParse), so a piece's
+	// starting line could not be known: such files are parsed whole.
+	if len(src) < 2*every || !utf8.Valid(src) {
 		return nil
 	}
 	type mode int
@@ -148,6 +152,19 @@ func topLevelCuts(src []byte, every int) []cut {
 	var cuts []cut
 	line, last := 1, 0
 	atLineStart := false // in a heredoc, whether i is at the start of a line
+	// template steps over the byte at i of a string or heredoc: ${ and %{ open an
+	// interpolation, $${ and %%{ are literal.
+	template := func(i int) int {
+		c := src[i]
+		switch {
+		case (c == '$' || c == '%') && i+2 < len(src) && src[i+1] == c && src[i+2] == '{':
+			return i + 3
+		case (c == '$' || c == '%') && i+1 < len(src) && src[i+1] == '{':
+			stack = append(stack, frame{mode: code})
+			return i + 2
+		}
+		return i + 1
+	}
 	i := 0
 	for i < len(src) {
 		top := &stack[len(stack)-1]
@@ -223,15 +240,8 @@ func topLevelCuts(src []byte, every int) []cut {
 				stack = stack[:len(stack)-1]
 			case c == '\n':
 				return nil
-			case (c == '$' || c == '%') && i+2 < len(src) && src[i+1] == c && src[i+2] == '{':
-				i += 3 // $${ and %%{ are literal
-				continue
-			case (c == '$' || c == '%') && i+1 < len(src) && src[i+1] == '{':
-				stack = append(stack, frame{mode: code})
-				i += 2
-				continue
 			}
-			i++
+			i = template(i)
 		case heredoc:
 			if atLineStart {
 				j := i
@@ -248,20 +258,11 @@ func topLevelCuts(src []byte, every int) []cut {
 					}
 				}
 			}
-			atLineStart = false
-			switch {
-			case c == '\n':
+			atLineStart = c == '\n'
+			if c == '\n' {
 				line++
-				atLineStart = true
-			case (c == '$' || c == '%') && i+2 < len(src) && src[i+1] == c && src[i+2] == '{':
-				i += 3
-				continue
-			case (c == '$' || c == '%') && i+1 < len(src) && src[i+1] == '{':
-				stack = append(stack, frame{mode: code})
-				i += 2
-				continue
 			}
-			i++
+			i = template(i)
 		}
 	}
 	if len(stack) != 1 || stack[0].brackets != 0 {
