@@ -172,7 +172,10 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 				ctx = withEach(ctx, key, each)
 			}
 			v, d := hcldec.Decode(body, spec, ctx)
-			return v, listValid(d, fmt.Sprintf("step type %q", s.Type), specNames(spec))
+			if len(d) > 0 { // the engine evaluates every instance again before it runs
+				d = listValid(d, fmt.Sprintf("step type %q", s.Type), specNames(spec))
+			}
+			return v, d
 		}
 		return inst
 	}
