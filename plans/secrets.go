@@ -92,7 +92,7 @@ const commandAdvice = "Pass secrets to the command through the step's env argume
 // publicDataArguments are the data block arguments others can read, by block type.
 var publicDataArguments = map[string]map[string]string{
 	blockTarget: {
-		"command":   "The container's command is kept in its configuration (docker inspect) and in the restore manifest. Pass secrets through the target's env instead.",
+		"command":   "The container's command is kept in the restore manifest, which is evidence; the target's env is kept there with its values redacted, so pass secrets through env instead.",
 		"preflight": "Preflight commands are command lines, visible to every user of the host. A preflight reads the target's api_key from $RIGOR_API_KEY (and RIGOR_ENDPOINT, RIGOR_MODEL, RIGOR_TARGET) instead.",
 		"labels":    "Container labels are readable by anyone who can list containers (docker inspect).",
 	},

@@ -155,13 +155,21 @@ func TestSensitiveDiagnosticSaysWhatToDo(t *testing.T) {
 	}
 }
 
-// TestSensitiveTargetPreflight refuses a secret in a target's preflight, a command
-// line the restore runs.
-func TestSensitiveTargetPreflight(t *testing.T) {
-	body := "target \"u\" {\n  preflight = [[\"curl\", \"-u\", var.api_key]]\n  endpoint  = \"http://127.0.0.1:2\"\n}\n"
-	_, got := loadSecrets(t, body)
-	if diff := cmp.Diff([]string{rangeOf(t, body, 2, "var.api_key") + ": Sensitive value in a public argument"}, got); diff != "" {
-		t.Errorf("diagnostics (-want +got):\n%s", diff)
+// TestSensitiveTargetArguments refuses a secret in a target's preflight (command
+// lines the restore runs), its container command and its labels.
+func TestSensitiveTargetArguments(t *testing.T) {
+	for _, line := range []string{
+		`  preflight = [["curl", "-u", var.api_key]]`,
+		`  command   = ["serve", "--key", var.api_key]`,
+		`  labels    = { key = var.api_key }`,
+	} {
+		t.Run(strings.Fields(line)[0], func(t *testing.T) {
+			body := "target \"u\" {\n" + line + "\n  endpoint  = \"http://127.0.0.1:2\"\n}\n"
+			_, got := loadSecrets(t, body)
+			if diff := cmp.Diff([]string{rangeOf(t, body, 2, "var.api_key") + ": Sensitive value in a public argument"}, got); diff != "" {
+				t.Errorf("diagnostics (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
