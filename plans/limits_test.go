@@ -1,6 +1,7 @@
 package plans_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,5 +128,27 @@ func TestDeepVariableValues(t *testing.T) {
 				t.Fatalf("want one \"Nesting too deep\" diagnostic, got %s", diags.Error())
 			}
 		})
+	}
+}
+
+// TestDeepNestingInALargeFile hides 100,000 nested parentheses in the middle of a
+// campaign large enough to be parsed in pieces: still a diagnostic, on its line.
+func TestDeepNestingInALargeFile(t *testing.T) {
+	lanes, _, _ := laneCampaign(t, 600_000)
+	src, err := os.ReadFile(lanes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := bytes.Index(src[len(src)/2:], []byte("\n# Lane")) + len(src)/2 + 1
+	deep := "variable \"deep\" {\n  default = " + strings.Repeat("(", 100_000) + "1" + strings.Repeat(")", 100_000) + "\n}\n"
+	big := string(src[:half]) + deep + string(src[half:])
+	path := filepath.Join(t.TempDir(), "big.hcl")
+	if err := os.WriteFile(path, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, diags := load(t, path, plans.Options{})
+	line := strings.Count(big[:half], "\n") + 2
+	if len(diags) != 1 || diags[0].Summary != "Nesting too deep" || diags[0].Subject.Start.Line != line {
+		t.Fatalf("want one \"Nesting too deep\" on line %d, got %s", line, diags.Error())
 	}
 }

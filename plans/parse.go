@@ -15,16 +15,38 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-// chunkBytes is the size above which a file is parsed in pieces. hclsyntax lexes a
-// whole file into one slice of tokens before parsing (about 30 bytes of tokens per
-// byte of a campaign); cutting a large file between its top-level blocks keeps that
-// slice small and lets the pieces be parsed on every core.
-const chunkBytes = 256 << 10
+// A file of at least piecewiseBytes is parsed in pieces of about pieceBytes, cut
+// between top-level blocks. hclsyntax lexes a whole file into one slice of tokens
+// before parsing it (about 24 bytes of tokens per byte of a campaign, allocated
+// about five times over as the slice grows); pieces keep that small, are parsed on
+// every core, and are mostly small enough that shallowPiece proves them within
+// MaxNesting without lexing them a second time.
+const (
+	piecewiseBytes = 512 << 10
+	pieceBytes     = 1 << 10
+)
+
+// shallowPiece reports whether src cannot nest deeper than MaxNesting: every level
+// checkNesting counts needs a token holding one of these bytes, and a template
+// directive counts at most twice, so twice their number bounds the depth.
+func shallowPiece(src []byte) bool {
+	n := 0
+	for _, c := range src {
+		switch c {
+		case '(', '[', '{', '"', '<', '$', '%', '+', '-', '*', '/', '!', '?', '=', '&', '|', '>':
+			n++
+		}
+	}
+	return 2*n <= MaxNesting
+}
 
 // parseHCL parses a campaign or var file behind the nesting limit (MaxNesting) and
 // registers it with parser, so diagnostics can show snippets of it.
 func parseHCL(parser *hclparse.Parser, src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
-	if cuts := topLevelCuts(src, chunkBytes); len(cuts) > 0 {
+	if len(src) < piecewiseBytes {
+		return parseWhole(parser, src, filename)
+	}
+	if cuts := topLevelCuts(src, pieceBytes); len(cuts) > 0 {
 		if f := parseChunks(src, filename, cuts); f != nil {
 			parser.AddFile(filename, f)
 			return f, nil
@@ -32,6 +54,11 @@ func parseHCL(parser *hclparse.Parser, src []byte, filename string) (*hcl.File, 
 		// A piece had an error: parse the file whole, so the diagnostics are the ones
 		// hclsyntax gives for the file as written.
 	}
+	return parseWhole(parser, src, filename)
+}
+
+// parseWhole parses src in one piece, after checking its nesting.
+func parseWhole(parser *hclparse.Parser, src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	toks, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
 	if d := checkNesting(toks); d != nil {
 		parser.AddFile(filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
@@ -53,17 +80,19 @@ func parseChunks(src []byte, filename string, cuts []cut) *hcl.File {
 	starts := append([]cut{{byte: 0, line: 1}}, cuts...)
 	files := make([]*hcl.File, len(starts))
 	failed := make([]bool, len(starts))
-	parallelFor(len(starts), 1, func(i int) {
+	parallelFor(len(starts), 16, func(i int) {
 		end := len(src)
 		if i+1 < len(starts) {
 			end = starts[i+1].byte
 		}
 		piece := src[starts[i].byte:end]
 		pos := hcl.Pos{Line: starts[i].line, Column: 1, Byte: starts[i].byte}
-		toks, _ := hclsyntax.LexConfig(piece, filename, pos)
-		if checkNesting(toks) != nil {
-			failed[i] = true
-			return
+		if !shallowPiece(piece) {
+			toks, _ := hclsyntax.LexConfig(piece, filename, pos)
+			if checkNesting(toks) != nil {
+				failed[i] = true
+				return
+			}
 		}
 		f, diags := hclsyntax.ParseConfig(piece, filename, pos)
 		if diags.HasErrors() || len(f.Body.(*hclsyntax.Body).Attributes) > 0 {
@@ -134,7 +163,7 @@ func topLevelCuts(src []byte, every int) []cut {
 	// hclsyntax counts lines by grapheme clusters, and an invalid UTF-8 byte can
 	// swallow the newline after it (testdata/fuzz/FuzzChunkedParse), so a piece's
 	// starting line could not be known: such files are parsed whole.
-	if len(src) < 2*every || !utf8.Valid(src) {
+	if !utf8.Valid(src) {
 		return nil
 	}
 	type mode int

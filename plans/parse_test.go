@@ -95,8 +95,8 @@ func TestChunkedParseMatchesWholeFile(t *testing.T) {
 	for name, src := range sources {
 		t.Run(name, func(t *testing.T) {
 			// Repeat the source until the file is parsed in pieces.
-			big := []byte(strings.Repeat(src+"\n", 2*chunkBytes/len(src)+2))
-			cuts := topLevelCuts(big, chunkBytes)
+			big := []byte(strings.Repeat(src+"\n", piecewiseBytes/len(src)+2))
+			cuts := topLevelCuts(big, pieceBytes)
 			if len(cuts) == 0 {
 				t.Fatal("no cuts: the file would not be parsed in pieces")
 			}
@@ -127,7 +127,7 @@ func TestChunkedParseMatchesWholeFile(t *testing.T) {
 // TestParseHCLFallsBack checks that a large file with an error is parsed whole,
 // so its diagnostics are hclsyntax's own.
 func TestParseHCLFallsBack(t *testing.T) {
-	src := strings.Repeat(trickySource+"\n", 2*chunkBytes/len(trickySource)+2) + "step \"exec\" \"broken\" {\n  command = [\n}\n"
+	src := strings.Repeat(trickySource+"\n", piecewiseBytes/len(trickySource)+2) + "step \"exec\" \"broken\" {\n  command = [\n}\n"
 	f, diags := parseHCL(hclparse.NewParser(), []byte(src), "big.hcl")
 	_, want := hclsyntax.ParseConfig([]byte(src), "big.hcl", hcl.InitialPos)
 	if f == nil || !diags.HasErrors() || diags.Error() != want.Error() {
