@@ -95,6 +95,9 @@ func (sc *StepContext) Path(name string) string { return filepath.Join(sc.Dir, n
 type Progress struct {
 	Done, Failed, Total int
 	Rate                string // free text such as "412 tok/s"
+	// Sending says the step is about to send its first request: a capture that
+	// runs during a block counts its start_after from this moment.
+	Sending bool
 }
 
 // Status is the outcome of an attempt, or why a step never ran.
@@ -107,6 +110,9 @@ const (
 	StatusInterrupted Status = "interrupted"
 	StatusBlocked     Status = "blocked"
 	StatusDeferred    Status = "deferred"
+	// StatusSkipped: the step's condition was false when it could have started, or
+	// a dependency was skipped.
+	StatusSkipped Status = "skipped"
 )
 
 // Result is what a step returns.

@@ -113,6 +113,18 @@ func (i *Instance) canonical() map[string]any {
 	if i.Meta.RerunSafe {
 		meta["rerun_safe"] = true
 	}
+	if i.Meta.ConditionText != "" {
+		meta["condition"] = i.Meta.ConditionText
+	}
+	if i.Meta.During != "" {
+		meta["during"] = i.Meta.During
+	}
+	if i.Meta.StartAfter > 0 {
+		meta["start_after_s"] = json.Number(strconv.FormatFloat(i.Meta.StartAfter.Seconds(), 'g', -1, 64))
+	}
+	if i.Meta.StartAfterRequests > 0 {
+		meta["start_after_requests"] = i.Meta.StartAfterRequests
+	}
 	deps := i.DependsOn
 	if deps == nil {
 		deps = []string{}
@@ -128,6 +140,9 @@ func (i *Instance) canonical() map[string]any {
 	if i.Cell != "" {
 		out["arm"] = i.Arm
 		out["cell"] = i.Cell
+	}
+	if len(i.After) > 0 {
+		out["after"] = i.After
 	}
 	return out
 }

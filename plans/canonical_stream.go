@@ -89,6 +89,16 @@ func (p *Plan) campaignCanonical() map[string]any {
 func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 	b = append(b, `{"addr":`...)
 	b = appendJSONString(b, i.Addr)
+	if len(i.After) > 0 {
+		b = append(b, `,"after":[`...)
+		for n, a := range i.After {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, a)
+		}
+		b = append(b, ']')
+	}
 	if i.Cell != "" {
 		b = append(b, `,"arm":`...)
 		b = appendJSONString(b, i.Arm)
@@ -109,6 +119,14 @@ func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 	}
 	b = append(b, `],"meta":{"always":`...)
 	b = strconv.AppendBool(b, i.Meta.Always)
+	if i.Meta.ConditionText != "" {
+		b = append(b, `,"condition":`...)
+		b = appendJSONString(b, i.Meta.ConditionText)
+	}
+	if i.Meta.During != "" {
+		b = append(b, `,"during":`...)
+		b = appendJSONString(b, i.Meta.During)
+	}
 	if i.Meta.OnFailure != "" {
 		b = append(b, `,"on_failure":`...)
 		b = appendJSONString(b, i.Meta.OnFailure)
@@ -121,6 +139,14 @@ func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 	b = appendJSONString(b, i.Meta.Phase)
 	if i.Meta.RerunSafe {
 		b = append(b, `,"rerun_safe":true`...)
+	}
+	if i.Meta.StartAfterRequests > 0 {
+		b = append(b, `,"start_after_requests":`...)
+		b = strconv.AppendInt(b, int64(i.Meta.StartAfterRequests), 10)
+	}
+	if i.Meta.StartAfter > 0 {
+		b = append(b, `,"start_after_s":`...)
+		b = strconv.AppendFloat(b, i.Meta.StartAfter.Seconds(), 'g', -1, 64)
 	}
 	if i.Meta.Timeout > 0 {
 		b = append(b, `,"timeout_s":`...)

@@ -211,7 +211,8 @@ func (p *Plan) Context(outputs Outputs) (*hcl.EvalContext, hcl.Diagnostics) {
 }
 
 func (e *evaluator) context(outputs Outputs, withSteps bool) (*hcl.EvalContext, hcl.Diagnostics) {
-	base := map[string]cty.Value{"var": e.vars, "step": cty.DynamicVal}
+	// outcome.* is known only when the engine evaluates a condition.
+	base := map[string]cty.Value{"var": e.vars, "step": cty.DynamicVal, "outcome": cty.DynamicVal}
 	if withSteps {
 		base["step"] = e.stepObject(outputs)
 	}
@@ -268,6 +269,17 @@ func namespaces(base map[string]cty.Value, kinds map[string]map[string]cty.Value
 // stepObject is the value of the "step" namespace: step.TYPE.NAME is the outputs of
 // a single instance, or an object of instance key to outputs for expanded steps.
 func (e *evaluator) stepObject(outputs Outputs) cty.Value {
+	return e.instanceObject(func(inst *Instance) cty.Value {
+		if v, ok := outputs[inst.Addr]; ok {
+			return v
+		}
+		return cty.UnknownVal(inst.outputType).Mark(KnownAfter(RefAddr(inst.Addr)))
+	})
+}
+
+// instanceObject shapes one value per instance as references name them:
+// TYPE.NAME for a single instance, TYPE.NAME[KEY] for an expanded one.
+func (e *evaluator) instanceObject(valueOf func(*Instance) cty.Value) cty.Value {
 	byType := map[string]map[string]cty.Value{}
 	add := func(typ, name string, v cty.Value) {
 		if byType[typ] == nil {
@@ -277,10 +289,7 @@ func (e *evaluator) stepObject(outputs Outputs) cty.Value {
 	}
 	keyed := map[string]map[string]cty.Value{}
 	for _, inst := range e.plan.Instances {
-		v, ok := outputs[inst.Addr]
-		if !ok {
-			v = cty.UnknownVal(inst.outputType).Mark(KnownAfter(RefAddr(inst.Addr)))
-		}
+		v := valueOf(inst)
 		if !inst.Keyed {
 			add(inst.Type, inst.Name, v)
 			continue
@@ -308,4 +317,96 @@ func (e *evaluator) stepObject(outputs Outputs) cty.Value {
 		out[typ] = cty.ObjectVal(m)
 	}
 	return cty.ObjectVal(out)
+}
+
+// Outcome is how a settled step instance ended, as a condition reads it through
+// outcome.TYPE.NAME[KEY].
+type Outcome struct {
+	Status         string // succeeded, failed, interrupted, blocked, deferred, skipped
+	Class          string // the failure class, "" when it succeeded
+	Requests       int    // requests a block declared (0 for other steps)
+	FailedRequests int    // requests of a block that did not produce visible output
+}
+
+// ArmOutcome is how a matrix arm stands, as a condition reads it through
+// outcome.arm.MATRIX.ARM.
+type ArmOutcome struct {
+	Stopped        bool   // an operational failure stopped the arm
+	Reason         string // why it stopped
+	Settled        bool   // every block of the arm has settled
+	FailedBlocks   int    // blocks that did not succeed
+	FailedRequests int    // requests without visible output, over every block
+}
+
+// OutcomeType is the object type of one instance's outcome.
+var OutcomeType = cty.Object(map[string]cty.Type{
+	"status": cty.String, "class": cty.String, "requests": cty.Number, "failed_requests": cty.Number,
+})
+
+// ArmOutcomeType is the object type of one arm's outcome.
+var ArmOutcomeType = cty.Object(map[string]cty.Type{
+	"stopped": cty.Bool, "reason": cty.String, "settled": cty.Bool, "clean": cty.Bool,
+	"failed_blocks": cty.Number, "failed_requests": cty.Number,
+})
+
+// ConditionContext is ctx with outcome.* in scope: the outcomes of the instances
+// that have settled, and of every matrix arm. An instance not settled yet is unknown.
+func (p *Plan) ConditionContext(ctx *hcl.EvalContext, outcomes map[string]Outcome, arms map[string]map[string]ArmOutcome) *hcl.EvalContext {
+	obj := p.ev.instanceObject(func(inst *Instance) cty.Value {
+		o, ok := outcomes[inst.Addr]
+		if !ok {
+			return cty.UnknownVal(OutcomeType)
+		}
+		return cty.ObjectVal(map[string]cty.Value{
+			"status": cty.StringVal(o.Status), "class": cty.StringVal(o.Class),
+			"requests": cty.NumberIntVal(int64(o.Requests)), "failed_requests": cty.NumberIntVal(int64(o.FailedRequests)),
+		})
+	}).AsValueMap()
+	if obj == nil {
+		obj = map[string]cty.Value{}
+	}
+	armObj := map[string]cty.Value{}
+	for _, m := range p.Matrices {
+		byArm := map[string]cty.Value{}
+		for _, a := range m.Arms {
+			o := arms[m.Name][a.Name]
+			byArm[a.Name] = cty.ObjectVal(map[string]cty.Value{
+				"stopped": cty.BoolVal(o.Stopped), "reason": cty.StringVal(o.Reason), "settled": cty.BoolVal(o.Settled),
+				"clean":         cty.BoolVal(o.Settled && !o.Stopped && o.FailedBlocks == 0 && o.FailedRequests == 0),
+				"failed_blocks": cty.NumberIntVal(int64(o.FailedBlocks)), "failed_requests": cty.NumberIntVal(int64(o.FailedRequests)),
+			})
+		}
+		armObj[m.Name] = cty.ObjectVal(byArm)
+	}
+	obj["arm"] = cty.ObjectVal(armObj)
+	vars := make(map[string]cty.Value, len(ctx.Variables)+1)
+	for k, v := range ctx.Variables {
+		vars[k] = v
+	}
+	vars["outcome"] = cty.ObjectVal(obj)
+	return &hcl.EvalContext{Variables: vars, Functions: ctx.Functions}
+}
+
+// Condition evaluates an instance's condition in a ConditionContext: true when the
+// step may start, false when it is skipped. An instance without a condition may.
+func (i *Instance) ConditionHolds(ctx *hcl.EvalContext) (bool, error) {
+	if i.Meta.Condition == nil {
+		return true, nil
+	}
+	if i.each != cty.NilVal {
+		// A for_each instance evaluates its condition with its own each.
+		ctx = withEach(ctx, i.Key, i.each)
+	}
+	v, diags := i.Meta.Condition.Value(ctx)
+	if diags.HasErrors() {
+		return false, diags
+	}
+	v, _ = v.UnmarkDeep()
+	if !v.IsKnown() {
+		return false, fmt.Errorf("condition %s is not known yet: it names a step that has not settled", i.Meta.ConditionText)
+	}
+	if v.IsNull() || v.Type() != cty.Bool {
+		return false, fmt.Errorf("condition %s must be true or false", i.Meta.ConditionText)
+	}
+	return v.True(), nil
 }

@@ -24,6 +24,7 @@ var _ engine.DefaultTimeout = Step{}
 var _ engine.FileInputs = Step{}
 var _ engine.PinnedInputs = Step{}
 var _ engine.Refresher = Step{}
+var _ engine.Placer = Step{}
 var _ plans.PublicArguments = Step{}
 
 var spec = hcldec.ObjectSpec{
@@ -89,6 +90,9 @@ func (s Step) PinnedInputs(config cty.Value, baseDir string) (map[string]string,
 
 // RefreshKey is the endpoint (on its runtime host) the restore put the incumbent on.
 func (Step) RefreshKey(config cty.Value) string { return target.RefreshKey(config) }
+
+// Places names the target this step puts in place (engine.Placer).
+func (Step) Places(config cty.Value) string { return target.Placement(config) }
 
 // Refresh re-inspects the restored incumbent and compares it with the recorded outputs.
 func (Step) Refresh(ctx context.Context, config, outputs cty.Value) error {
