@@ -114,7 +114,7 @@ func TestGoodputAndThroughput(t *testing.T) {
 		Attempted: 4, Succeeded: 3, Failed: 1, InputTokens: 150, OutputTokens: 212, WallS: 2,
 		RequestThroughput: 1.5, OutputTokenThroughput: 106, TotalTokenThroughput: 181,
 		Goodput: &Goodput{SLOs: []SLO{{"ttft", 200}, {"tpot", 50}}, Good: 1, Attempted: 4, Fraction: 0.25, ReqPerS: 0.5},
-		Sent: 4, MaxConcurrency: 4, ITLUnresolved: 3,
+		Sent:    4, MaxConcurrency: 4, ITLUnresolved: 3,
 	}
 	got := fig
 	got.TTFOMS, got.TTFTMS, got.TPOTMS, got.ITLMS, got.E2EMS, got.ScheduleLagMS, got.AchievedRequestRate = Stats{}, Stats{}, Stats{}, Stats{}, Stats{}, Stats{}, nil
