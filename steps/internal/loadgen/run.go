@@ -42,22 +42,25 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	// Everything that costs CPU and does not need the clock happens first: prompts
 	// are generated, encoded and rendered into the exact request bytes, and every
 	// connection is dialled, before the block starts.
-	reqs := make([][]byte, cfg.Requests)
+	// An open loop's schedule is known before the clock: with a dispatch window, the
+	// requests scheduled at or after it are not planned, and not rendered. A closed
+	// loop renders Requests, the most it may send.
+	planned := cfg.Requests
+	var offsets []time.Duration
+	if cfg.Mode == ModeOpen {
+		offsets = arrivals(cfg)
+		if cfg.Duration > 0 {
+			planned = sort.Search(len(offsets), func(i int) bool { return offsets[i] >= cfg.Duration })
+			offsets = offsets[:planned]
+		}
+	}
+	reqs := make([][]byte, planned)
 	for i := range reqs {
 		b, err := cfg.renderRequest(i)
 		if err != nil {
 			return nil, fmt.Errorf("%w: request %d: %w", ErrConfig, i, err)
 		}
 		reqs[i] = b
-	}
-	var offsets []time.Duration
-	if cfg.Mode == ModeOpen {
-		offsets = arrivals(cfg)
-		if cfg.Duration > 0 {
-			// The dispatch window: a request scheduled at or after it is not planned.
-			n := sort.Search(len(offsets), func(i int) bool { return offsets[i] >= cfg.Duration })
-			offsets, reqs = offsets[:n], reqs[:n]
-		}
 	}
 
 	p, err := newPool(cfg.Endpoint)
