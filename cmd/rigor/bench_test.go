@@ -20,12 +20,7 @@ import (
 // sums to the requests, stdout carries nothing but results, and the files match their
 // schemas. With --json, stdout is result.json itself.
 func TestBenchAgainstSimulator(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	url, stop, err := steps.ServeSimulator(steps.SimOptions{Profile: "incumbent", Listen: "127.0.0.1:0", TimeScale: 0.02, Model: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	url := benchSim(t, 0.02)
 	dir := t.TempDir()
 	args := []string{"bench", "--endpoint", url, "--model", "m", "--concurrency", "3", "--requests", "9",
 		"--max-tokens", "96", "--reasoning-effort", "low", "--nominal-context", "512", "--goodput", "e2e:1m", "--out", dir}
@@ -100,12 +95,7 @@ func TestBenchAgainstSimulator(t *testing.T) {
 // TestBenchSweepFiles: a sweep writes sweep.json that matches its schema, with one
 // level per concurrency and a Pareto front that holds the fastest level.
 func TestBenchSweepFiles(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	url, stop, err := steps.ServeSimulator(steps.SimOptions{Profile: "incumbent", Listen: "127.0.0.1:0", TimeScale: 0.02, Model: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	url := benchSim(t, 0.02)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"bench", "--endpoint", url, "--model", "m", "--concurrency", "1,4", "--requests", "8", "--max-tokens", "16",
@@ -144,12 +134,7 @@ func TestBenchSweepFiles(t *testing.T) {
 // TestBenchInterruptExitCode: a SIGINT during a bench exits 130 (not 1, not a
 // failed-request code), says interrupted, and writes the result.
 func TestBenchInterruptExitCode(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	url, stop, err := steps.ServeSimulator(steps.SimOptions{Profile: "incumbent", Listen: "127.0.0.1:0", TimeScale: 0.05, Model: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	url := benchSim(t, 0.05)
 	dir := t.TempDir()
 	done := make(chan struct{})
 	go func() {
@@ -185,6 +170,19 @@ func TestBenchInterruptExitCode(t *testing.T) {
 	if err := json.Unmarshal(must(os.ReadFile(filepath.Join(dir, "result.json"))), &res); err != nil || res.Bench.Stopped != "interrupted" || res.Requests != 200 {
 		t.Errorf("result: %v stopped %q requests %d", err, res.Bench.Stopped, res.Requests)
 	}
+}
+
+// benchSim serves the simulator (model "m") for one test, with a user cache directory
+// of the test's own for calibrations.
+func benchSim(t *testing.T, scale float64) string {
+	t.Helper()
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	url, stop, err := steps.ServeSimulator(steps.SimOptions{Profile: "incumbent", Listen: "127.0.0.1:0", TimeScale: scale, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop() })
+	return url
 }
 
 func must(b []byte, err error) []byte {

@@ -89,10 +89,6 @@ func ComputeFigures(records []Record, o FigureOptions) Figures {
 		if r.ScheduleLagMS != nil {
 			lag = append(lag, *r.ScheduleLagMS)
 		}
-		if Completed(r.Outcome) && r.Usage != nil {
-			f.InputTokens += r.Usage.PromptTokens
-			f.OutputTokens += r.Usage.CompletionTokens
-		}
 		if MeetsSLOs(r, o.SLOs) {
 			good++
 		}
@@ -112,6 +108,7 @@ func ComputeFigures(records []Record, o FigureOptions) Figures {
 			f.ITLUnresolved++
 		}
 	}
+	f.InputTokens, f.OutputTokens = CompletedTokens(records)
 	f.RequestThroughput = RequestThroughput(records, f.WallS)
 	f.OutputTokenThroughput = AggregateOutputTokPerS(records, f.WallS)
 	f.TotalTokenThroughput = TotalTokenThroughput(records, f.WallS)

@@ -25,6 +25,21 @@ func startSim(t *testing.T, cfg sim.Config) string {
 	return rn.URL()
 }
 
+// runRecords runs a block and reads back its requests.jsonl.
+func runRecords(t *testing.T, cfg Config) (*Result, []Record) {
+	t.Helper()
+	var out bytes.Buffer
+	res, err := Run(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadRecords(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, recs
+}
+
 // simPromptTokens is what the simulator reports as prompt_tokens for corpus prompt i
 // of cfg: the prompt's tokens plus the chat template's markers.
 func simPromptTokens(t *testing.T, cfg Config, i int) int {
@@ -57,12 +72,7 @@ func TestFixedOutputFixture(t *testing.T) {
 	t.Run("assertions hold", func(t *testing.T) {
 		cfg := base
 		cfg.Workload.AssertPromptTokens, cfg.Workload.AssertCompletionTokens = &prompt, &n
-		var out bytes.Buffer
-		res, err := Run(context.Background(), cfg, &out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, _ := ReadRecords(&out)
+		res, recs := runRecords(t, cfg)
 		for _, r := range recs {
 			if r.Outcome != OK || r.Usage.CompletionTokens != 1024 || r.Usage.PromptTokens != prompt || *r.FinishReason != "length" {
 				t.Errorf("%s: %s %q, usage %+v", r.ID, r.Outcome, r.Error, r.Usage)
@@ -76,15 +86,10 @@ func TestFixedOutputFixture(t *testing.T) {
 		cfg := base
 		wrong := prompt + 1
 		cfg.Workload.AssertPromptTokens, cfg.Workload.AssertCompletionTokens = &wrong, &n
-		var out bytes.Buffer
-		res, err := Run(context.Background(), cfg, &out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, recs := runRecords(t, cfg)
 		if res.Requests != 8 || res.Outcomes[AssertionFailed] != 8 || res.VisibleSuccesses != 0 || res.Failures.Requests != 8 {
 			t.Errorf("requests %d outcomes %v visible %d failures %d", res.Requests, res.Outcomes, res.VisibleSuccesses, res.Failures.Requests)
 		}
-		recs, _ := ReadRecords(&out)
 		want := "usage.prompt_tokens " + strconv.Itoa(prompt) + ", asserted " + strconv.Itoa(wrong)
 		if len(recs) != 8 || recs[0].Error != want {
 			t.Errorf("%d records; first error %q, want %q", len(recs), recs[0].Error, want)
@@ -104,11 +109,7 @@ func TestITLWithMultiTokenChunks(t *testing.T) {
 	cfg.Workload.MaxTokens, cfg.Workload.IgnoreEOS = &mt, true
 
 	cfg.Workload.ContinuousUsage = true
-	var out bytes.Buffer
-	if _, err := Run(context.Background(), cfg, &out); err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := ReadRecords(&out)
+	_, recs := runRecords(t, cfg)
 	fig := ComputeFigures(recs, FigureOptions{})
 	if fig.ITLRequests != 6 || fig.ITLUnresolved != 0 {
 		t.Fatalf("itl resolved %d unresolved %d, want 6/0", fig.ITLRequests, fig.ITLUnresolved)
@@ -142,11 +143,7 @@ func TestITLWithMultiTokenChunks(t *testing.T) {
 	}
 
 	cfg.Workload.ContinuousUsage = false
-	out.Reset()
-	if _, err := Run(context.Background(), cfg, &out); err != nil {
-		t.Fatal(err)
-	}
-	recs, _ = ReadRecords(&out)
+	_, recs = runRecords(t, cfg)
 	if fig := ComputeFigures(recs, FigureOptions{}); fig.ITLRequests != 0 || fig.ITLUnresolved != 6 || fig.ITLMS.Samples != 0 {
 		t.Errorf("without per-chunk usage: resolved %d unresolved %d samples %d, want 0/6/0", fig.ITLRequests, fig.ITLUnresolved, fig.ITLMS.Samples)
 	}
@@ -164,12 +161,7 @@ func TestDurationBound(t *testing.T) {
 				cfg.Rate, cfg.Arrival = 40, ArrivalConstant
 			}
 			cfg.Duration, cfg.Timeout = 300*time.Millisecond, 20*time.Second
-			var out bytes.Buffer
-			res, err := Run(context.Background(), cfg, &out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs, _ := ReadRecords(&out)
+			res, recs := runRecords(t, cfg)
 			if res.Requests < 2 || res.Requests >= 10000 || len(recs) != res.Requests || res.Outcomes[OK] != res.Requests {
 				t.Fatalf("requests %d, %d records, outcomes %v", res.Requests, len(recs), res.Outcomes)
 			}

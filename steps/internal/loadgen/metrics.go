@@ -130,13 +130,20 @@ func AggregateOutputTokPerS(records []Record, wallS float64) float64 {
 	if wallS <= 0 {
 		return 0
 	}
-	total := 0
+	_, completion := CompletedTokens(records)
+	return float64(completion) / wallS
+}
+
+// CompletedTokens sums the usage of the completed requests (Completed), the
+// population of every token throughput.
+func CompletedTokens(records []Record) (prompt, completion int) {
 	for _, r := range records {
 		if Completed(r.Outcome) && r.Usage != nil {
-			total += r.Usage.CompletionTokens
+			prompt += r.Usage.PromptTokens
+			completion += r.Usage.CompletionTokens
 		}
 	}
-	return float64(total) / wallS
+	return prompt, completion
 }
 
 // FailedOutputTokens counts the tokens streamed by requests that failed (not
@@ -344,13 +351,8 @@ func TotalTokenThroughput(records []Record, wallS float64) float64 {
 	if wallS <= 0 {
 		return 0
 	}
-	total := 0
-	for _, r := range records {
-		if Completed(r.Outcome) && r.Usage != nil {
-			total += r.Usage.PromptTokens + r.Usage.CompletionTokens
-		}
-	}
-	return float64(total) / wallS
+	prompt, completion := CompletedTokens(records)
+	return float64(prompt+completion) / wallS
 }
 
 // AchievedRequestRate is the rate at which the client actually sent:
