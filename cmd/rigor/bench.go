@@ -85,11 +85,6 @@ lag. Latencies run from each request's scheduled send, so client queueing counts
 Exit status: 0 when every request succeeded, 7 when some failed, 8 when all failed
 (the first distinct errors are printed), 130 when interrupted, 1 on an error, 2 on a
 bad flag.`,
-		Example: `  rigor bench --endpoint http://127.0.0.1:8000 --model m --requests 64 --max-tokens 256 --out runs/b1
-  rigor bench --endpoint http://127.0.0.1:8000 --model m --concurrency 1,4,16,64 --requests 128 \
-      --max-tokens 256 --percentiles 50,90,99 --goodput ttft:200ms,tpot:50ms --out runs/sweep
-  rigor bench --endpoint http://127.0.0.1:8000 --model m --rate 2,4,8 --concurrency 64 --requests 200 \
-      --dataset-name random --random-input-len 1024 --random-output-len 128 --ignore-eos --out runs/rates`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a.set = cmd.Flags().Changed

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -143,7 +144,7 @@ type ErrorGroup struct {
 // frequent first (ties: first seen first). The message of an HTTP error whose body is
 // an OpenAI error object is its status, type and message ("HTTP 404 NotFoundError:
 // The model `x` does not exist."), so the server's words lead; any other error is its
-// recorded excerpt.
+// recorded excerpt, less the socket addresses of transport errors.
 func ErrorGroups(records []Record) []ErrorGroup {
 	type key struct {
 		o Outcome
@@ -167,9 +168,16 @@ func ErrorGroups(records []Record) []ErrorGroup {
 	return out
 }
 
-// errorMessage is the readable message of a failed record.
+// socketPair is the local->remote address pair Go's net errors name ("read tcp
+// 127.0.0.1:58984->127.0.0.1:8000: i/o timeout"): the local port differs per
+// connection, so failures that are one failure would never group.
+var socketPair = regexp.MustCompile(`\b(tcp[46]?|udp[46]?) \S+->\S+?: `)
+
+// errorMessage is the readable message of a failed record: without socket address
+// pairs (requests.jsonl keeps them), and an HTTP error's OpenAI error object as its
+// type and message.
 func errorMessage(r Record) string {
-	msg := r.Error
+	msg := socketPair.ReplaceAllString(r.Error, "$1: ")
 	if r.Outcome != HTTPError || r.HTTPStatus == 0 {
 		return msg
 	}

@@ -170,9 +170,12 @@ func TestErrorGroups(t *testing.T) {
 		{ID: "b/2", Outcome: StreamError, Error: "stream ended before [DONE]"},
 		{ID: "b/3", Outcome: HTTPError, HTTPStatus: 404, Error: body},
 		{ID: "b/4", Outcome: HTTPError, HTTPStatus: 502, Error: "HTTP 502: Bad Gateway"},
+		{ID: "b/5", Outcome: Cancelled, Error: "block hard bound reached: stream read: read tcp 127.0.0.1:58984->127.0.0.1:44995: i/o timeout"},
+		{ID: "b/6", Outcome: Cancelled, Error: "block hard bound reached: stream read: read tcp 127.0.0.1:58986->127.0.0.1:44995: i/o timeout"},
 	}
 	want := []ErrorGroup{
 		{HTTPError, "HTTP 404 NotFoundError: The model `x` does not exist.", 2, "b/0"},
+		{Cancelled, "block hard bound reached: stream read: read tcp: i/o timeout", 2, "b/5"},
 		{StreamError, "stream ended before [DONE]", 1, "b/2"},
 		{HTTPError, "HTTP 502: Bad Gateway", 1, "b/4"},
 	}
