@@ -99,9 +99,13 @@ func TestBenchSweepFiles(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"bench", "--endpoint", url, "--model", "m", "--concurrency", "1,4", "--requests", "8", "--max-tokens", "16",
-		"--ignore-eos", "--reasoning-effort", "none", "--out", dir}
+		"--ignore-eos", "--reasoning-effort", "none", "--percentiles", "90,99", "--out", dir}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	// Without p50 among --percentiles, the table, chart and front use the first one.
+	if !strings.Contains(stdout.String(), "TTFT p90") || !bytes.Contains(must(os.ReadFile(filepath.Join(dir, "sweep.svg"))), []byte("TTFT p90 (ms)")) {
+		t.Errorf("the sweep does not use p90:\n%s", stdout.String())
 	}
 	b := must(os.ReadFile(filepath.Join(dir, "sweep.json")))
 	if err := schemas.Validate("sweep", b); err != nil {
@@ -111,7 +115,7 @@ func TestBenchSweepFiles(t *testing.T) {
 	if err := json.Unmarshal(b, &sw); err != nil {
 		t.Fatal(err)
 	}
-	if len(sw.Levels) != 2 || sw.Levels[0].Name != "c1" || sw.Levels[1].Name != "c4" || sw.Chart == nil {
+	if len(sw.Levels) != 2 || sw.Levels[0].Name != "c1" || sw.Levels[1].Name != "c4" || sw.Chart == nil || sw.Percentile != 90 {
 		t.Fatalf("levels %+v chart %v", sw.Levels, sw.Chart)
 	}
 	// The level with the highest throughput is never dominated.
