@@ -326,6 +326,7 @@ func (r *run) start(inst *plans.Instance) bool {
 		History:   r.historyView,
 		Pinned:    pinned,
 		RerunSafe: r.rerunSafe(inst),
+		Secrets:   secretsOf(cfg),
 	}
 	r.running[inst.Addr] = inst
 	done := make(chan Result, 1)
@@ -375,6 +376,9 @@ func (r *run) start(inst *plans.Instance) bool {
 		if rescued != "" {
 			res.Message = strings.TrimSpace(res.Message + " (its artefacts were written to " + rescued + ": the state directory could not take them)")
 		}
+		// A step that quotes a secret in its message (a command's stderr, say) must
+		// not put it in the journal, whichever step type it is.
+		res.Message = NewRedactor(sc.Secrets...).String(res.Message)
 		r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
 	}()
 	return true

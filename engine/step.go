@@ -45,7 +45,11 @@ type StepContext struct {
 	Instance *plans.Instance
 	// Config is the evaluated configuration with sensitive values unmarked: steps
 	// see real values, evidence never does.
-	Config       cty.Value
+	Config cty.Value
+	// Secrets are the strings of the configuration that were marked sensitive
+	// (plans.SensitiveStrings), so a step can redact them from what it keeps: a
+	// child's captured output, its messages. See Redact and Redactor.
+	Secrets      []string
 	Campaign     string
 	Attempt      int
 	Dir          string // the attempt directory; everything written here is evidence

@@ -115,9 +115,16 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	// the canonical plan shows what is known and what waits for which step.
 	ctx, d := p.Context(nil)
 	diags = append(diags, d...)
+	e.planCtx = ctx
+	// Evaluation only reads the context and the syntax tree, so instances are
+	// evaluated on every core; diagnostics are merged in run order.
+	instDiags := make([]hcl.Diagnostics, len(p.Instances))
+	parallelFor(len(p.Instances), 256, func(n int) {
+		inst := p.Instances[n]
+		inst.Config, instDiags[n] = inst.evalConfig(ctx)
+	})
 	seen := map[string]bool{}
-	for _, inst := range p.Instances {
-		v, d := inst.evalConfig(ctx)
+	for _, d := range instDiags {
 		for _, x := range d {
 			// Matrix instances share expressions: one mistake is reported once.
 			key := x.Summary + "\x00" + x.Detail
@@ -129,7 +136,6 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 				diags = append(diags, x)
 			}
 		}
-		inst.Config = v
 	}
 	return diags
 }
@@ -170,7 +176,10 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 			if _, wants := spec[metaPhase]; wants && phase != "" {
 				v = withAttr(v, metaPhase, cty.StringVal(phase))
 			}
-			return v, listValid(d, fmt.Sprintf("step type %q", s.Type), specNames(spec))
+			if len(d) > 0 { // the engine evaluates every instance again before it runs
+				d = listValid(d, fmt.Sprintf("step type %q", s.Type), specNames(spec))
+			}
+			return v, d
 		}
 		return inst
 	}
@@ -182,7 +191,21 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 	if d.HasErrors() {
 		return nil, diags
 	}
-	fe, _ = fe.UnmarkDeep()
+	fe, pvm := fe.UnmarkDeepWithPaths()
+	// Instance keys name instances in addresses, logs and evidence, so they must
+	// not be sensitive; a sensitive value stays sensitive in each.value.
+	sensitiveKeys := map[string]bool{}
+	for _, pm := range pvm {
+		if _, ok := pm.Marks[Sensitive]; !ok {
+			continue
+		}
+		key, ok := forEachKey(fe, pm.Path)
+		if !ok {
+			return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument",
+				"for_each uses a sensitive value as instance keys; keys appear in addresses, logs and evidence. Use a map whose keys are not sensitive."))
+		}
+		sensitiveKeys[key] = true
+	}
 	if !fe.IsWhollyKnown() {
 		return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument",
 			"for_each must be known at plan time; it cannot depend on a step's outputs."))
@@ -202,7 +225,11 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			insts = append(insts, mk(k, true, vals[k]))
+			v := vals[k]
+			if sensitiveKeys[k] {
+				v = v.Mark(Sensitive)
+			}
+			insts = append(insts, mk(k, true, v))
 		}
 	case fe.Type().IsSetType() || fe.Type().IsListType() || fe.Type().IsTupleType():
 		var keys []string
@@ -238,6 +265,24 @@ func withAttr(v cty.Value, name string, val cty.Value) cty.Value {
 	m := u.AsValueMap()
 	m[name] = val
 	return cty.ObjectVal(m).WithMarks(marks)
+}
+
+// forEachKey is the instance key a marked path inside a for_each map or object
+// belongs to; false when the mark is on the whole value or on a list or set element
+// (whose values are the keys).
+func forEachKey(fe cty.Value, path cty.Path) (string, bool) {
+	if len(path) == 0 || !(fe.Type().IsMapType() || fe.Type().IsObjectType()) {
+		return "", false
+	}
+	switch st := path[0].(type) {
+	case cty.GetAttrStep:
+		return st.Name, true
+	case cty.IndexStep:
+		if st.Key.Type() == cty.String {
+			return st.Key.AsString(), true
+		}
+	}
+	return "", false
 }
 
 func withEach(ctx *hcl.EvalContext, key string, value cty.Value) *hcl.EvalContext {
@@ -464,6 +509,11 @@ func requestsFor(req cty.Value, conc int, rng hcl.Range, diags *hcl.Diagnostics)
 }
 
 func convertMarked(v cty.Value, ty cty.Type) (cty.Value, error) {
+	if ty == cty.DynamicPseudoType || v.Type().Equals(ty) {
+		// Nothing to convert: keep v, marks and all, rather than rebuilding a copy
+		// of it (a target object) for every matrix instance.
+		return v, nil
+	}
 	u, pvm := v.UnmarkDeepWithPaths()
 	cv, err := convert.Convert(u, ty)
 	if err != nil {
