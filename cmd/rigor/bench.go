@@ -102,7 +102,7 @@ bad flag.`,
 	f.StringVar(&a.api, "api", steps.LoadAPIChat, "API: chat (/v1/chat/completions) or completions (/v1/completions)")
 	f.StringVar(&a.apiKeyEnv, "api-key-env", "", "name of an environment variable holding the API key (sent as a bearer token, never written)")
 	f.StringVar(&a.concurrency, "concurrency", "1", "requests in flight (closed loop) or the ceiling (open loop); a comma-separated list sweeps them")
-	f.StringVar(&a.rate, "rate", "", "open loop: requests per second (implies --mode open); a comma-separated list sweeps them")
+	f.StringVar(&a.rate, "rate", "", "open loop: requests per second (implies --mode open; --concurrency is the ceiling); a comma-separated list sweeps them")
 	f.IntVar(&a.requests, "requests", 0, "requests per level, exactly (with --duration: at most)")
 	f.IntVar(&a.maxTokens, "max-tokens", 0, "max_tokens of every request (--dataset-name random: --random-output-len instead)")
 	f.StringVar(&a.mode, "mode", steps.LoadModeClosed, "closed (fixed concurrency) or open (arrivals at --rate)")
@@ -203,6 +203,9 @@ func (a *benchArgs) plan() (*benchPlan, error) {
 		}
 		if a.arrival != "poisson" && a.arrival != "constant" {
 			bad("--arrival %q: want poisson or constant", a.arrival)
+		}
+		if !a.set("concurrency") {
+			bad("--rate needs --concurrency: the most requests in flight at once (one connection each), which caps the rate the client can keep")
 		}
 	default:
 		bad("--mode %q: want closed or open", mode)
