@@ -141,3 +141,33 @@ func TestSecondInterruptExits(t *testing.T) {
 		}
 	}
 }
+
+// TestRecentCalibration: a bench records the last calibration only when this host ran
+// it within the hour, and says why otherwise.
+func TestRecentCalibration(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	host, _ := os.Hostname()
+	p99 := 0.25
+	write := func(m calibrationMemo) {
+		path, _ := calibrationPath()
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		b, _ := json.Marshal(m)
+		os.WriteFile(path, b, 0o644)
+	}
+	if c, note := recentCalibration(now); c != nil || !strings.Contains(note, "no calibration in the last hour: run `rigor calibrate`") {
+		t.Errorf("none: %v %q", c, note)
+	}
+	write(calibrationMemo{At: now.Add(-59 * time.Minute), Host: host, Concurrency: 4, TTFTErrorP99MS: &p99})
+	if c, note := recentCalibration(now); c == nil || c.AgeS != 59*60 || *c.TTFTErrorP99MS != 0.25 || c.Concurrency != 4 {
+		t.Errorf("59 min old: %+v %q", c, note)
+	}
+	write(calibrationMemo{At: now.Add(-61 * time.Minute), Host: host})
+	if c, note := recentCalibration(now); c != nil || !strings.Contains(note, "the last calibration is 1h1m0s old, more than an hour") {
+		t.Errorf("61 min old: %v %q", c, note)
+	}
+	write(calibrationMemo{At: now.Add(-time.Minute), Host: "elsewhere"})
+	if c, note := recentCalibration(now); c != nil || !strings.Contains(note, `is from host "elsewhere", not this one`) {
+		t.Errorf("other host: %v %q", c, note)
+	}
+}
