@@ -35,7 +35,8 @@ type Instance struct {
 
 	outputType cty.Type
 	entity     string
-	source     string // digest of the defining source; see sourceDigests
+	source     map[string]string // what unknown values hide; see sourceDigester
+	each       cty.Value         // each.key/each.value of a for_each instance
 	evalConfig func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 }
 
@@ -107,14 +108,11 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 		return diags
 	}
 	p.Instances = ordered
-	digests := e.sourceDigests()
-	for _, inst := range p.Instances {
-		inst.source = digests[inst.entity]
-	}
 	// Evaluate every configuration once at plan time: type errors surface now, and
 	// the canonical plan shows what is known and what waits for which step.
 	ctx, d := p.Context(nil)
 	diags = append(diags, d...)
+	p.setSources(ctx)
 	seen := map[string]bool{}
 	for _, inst := range p.Instances {
 		v, d := inst.evalConfig(ctx)
@@ -150,7 +148,7 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 	mk := func(key string, keyed bool, each cty.Value) *Instance {
 		inst := &Instance{
 			Addr: InstanceAddr(s.Type, s.Name, key, keyed), Type: s.Type, Name: s.Name, Key: key, Keyed: keyed,
-			DeclRange: s.DeclRange, outputType: s.StepType.OutputType(), entity: s.ID(),
+			DeclRange: s.DeclRange, outputType: s.StepType.OutputType(), entity: s.ID(), each: each,
 		}
 		ictx := ctx0
 		if keyed {
