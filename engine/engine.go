@@ -516,6 +516,15 @@ func (r *run) checkResume() error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrInputsChanged, inst.Addr, err)
 		}
+		if start.Inputs != nil {
+			// A dependency an amendment added after the step ran was never one of
+			// its inputs: its outputs, once it runs, do not change what was recorded.
+			for d := range deps {
+				if _, was := start.Inputs.Deps[d]; !was {
+					delete(deps, d)
+				}
+			}
+		}
 		sum, parts, err := inputsHash(cfg, files, deps)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrInputsChanged, inst.Addr, err)
