@@ -18,13 +18,18 @@ const Level = 0.95
 // Verdict is the decision rule applied to the evidence. Promoted is true only when
 // every comparison is eligible and every criterion holds.
 type Verdict struct {
-	Promoted  bool          `json:"promoted"`
-	Rule      *decisionRule `json:"rule"`
-	Eligible  bool          `json:"eligible"`
-	Verdict   string        `json:"verdict"`
-	Reasons   []string      `json:"reasons"`
-	Criterion string        `json:"criterion,omitempty"`
-	Level     float64       `json:"level,omitempty"`
+	Promoted bool `json:"promoted"`
+	// PostHoc says a post-hoc amendment touches the verdict (its rule, a setting
+	// every measured block is held to, or the blocks of a compared matrix): the
+	// verdict is labelled "post-hoc, not pre-registered" and Promoted is false.
+	PostHoc           bool          `json:"post_hoc"`
+	PostHocAmendments []int         `json:"post_hoc_amendments,omitempty"`
+	Rule              *decisionRule `json:"rule"`
+	Eligible          bool          `json:"eligible"`
+	Verdict           string        `json:"verdict"`
+	Reasons           []string      `json:"reasons"`
+	Criterion         string        `json:"criterion,omitempty"`
+	Level             float64       `json:"level,omitempty"`
 	// MaxDrift is the drift bound in force and MaxDriftBasis where it comes from.
 	MaxDrift      float64      `json:"max_drift,omitempty"`
 	MaxDriftBasis string       `json:"max_drift_basis,omitempty"`
@@ -201,8 +206,18 @@ func (ev *evidence) driftArm(baseline, candidate string) string {
 	return out
 }
 
-// decide applies the campaign's decision rule to the evidence.
+// decide applies the campaign's decision rule to the evidence, and labels the
+// verdict post-hoc when an amendment made after measured data exist touches it.
 func (ev *evidence) decide(rows map[string]*Row) Verdict {
+	v := ev.applyRule(rows)
+	if v.Rule != nil {
+		ev.labelPostHoc(&v)
+	}
+	return v
+}
+
+// applyRule applies the effective decision rule to the evidence.
+func (ev *evidence) applyRule(rows map[string]*Row) Verdict {
 	rule := ev.plan.Campaign.Decision
 	v := Verdict{Rule: rule, Reasons: []string{}, Comparisons: []Comparison{}}
 	if rule == nil {
