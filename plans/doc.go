@@ -9,6 +9,11 @@
 //   - A value a step produces is a cty unknown, marked with the address of the step
 //     that will produce it, until that step has run. Nothing unknown is ever hashed.
 //   - Sensitive values are marked and never appear in canonical JSON or hashes.
+//   - The plan hash follows meaning, not text: every known value is in the
+//     canonical configuration, and an expression whose value waits for a step is
+//     there as a digest of its canonical form (digest.go, canonexpr.go), per
+//     instance. Comments and layout change nothing; adding an arm, a cell or a
+//     repetition changes no existing instance.
 //   - Output is deterministic: instances keep declaration order, maps are sorted.
 //   - Meta-arguments are written once, as meta-arguments; a step type whose schema
 //     names one (the block's phase) receives its value in its configuration too.
