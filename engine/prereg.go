@@ -97,15 +97,37 @@ func (c ChangeReview) Line() string {
 type planShape struct {
 	Campaign  map[string]any `json:"campaign"`
 	Instances []struct {
-		Addr      string   `json:"addr"`
-		Type      string   `json:"type"`
-		Arm       string   `json:"arm"`
-		Cell      string   `json:"cell"`
-		DependsOn []string `json:"depends_on"`
+		Addr      string         `json:"addr"`
+		Type      string         `json:"type"`
+		Arm       string         `json:"arm"`
+		Cell      string         `json:"cell"`
+		DependsOn []string       `json:"depends_on"`
+		Config    map[string]any `json:"config"`
 		Meta      struct {
 			Phase string `json:"phase"`
 		} `json:"meta"`
 	} `json:"instances"`
+}
+
+// driftArm is the drift-control arm of the plan's decision rule, and whether the
+// rule names its arms so that it can be derived.
+func (p *planShape) driftArm() (string, bool) {
+	rule, _ := p.Campaign["decision"].(map[string]any)
+	baseline, ok1 := rule["baseline_arm"].(string)
+	candidate, ok2 := rule["candidate_arm"].(string)
+	if !ok1 || !ok2 {
+		return "", false
+	}
+	var arms []plans.ArmTarget
+	for _, in := range p.Instances {
+		if in.Cell == "" {
+			continue
+		}
+		tgt, _ := in.Config["target"].(map[string]any)
+		name, _ := tgt["name"].(string)
+		arms = append(arms, plans.ArmTarget{Matrix: matrixName(in.Addr), Arm: in.Arm, Target: name})
+	}
+	return plans.DriftControlArm(arms, baseline, candidate), true
 }
 
 func parseShape(b []byte) (*planShape, error) {
@@ -268,6 +290,18 @@ func classify(oldJSON, newJSON []byte, d plans.Diff, started map[string]int) (Re
 			}
 		}
 		rev = append(rev, cr)
+	}
+	// An added or removed arm can change which arm the rule takes as its drift
+	// control, and so what it compares, without touching the rule itself.
+	if oldDrift, ok := oldP.driftArm(); ok {
+		if newDrift, ok := newP.driftArm(); ok && newDrift != oldDrift {
+			cr := ChangeReview{Change: "drift control of the decision rule", Kind: "changed", Detail: orAbsent(oldDrift) + " -> " + orAbsent(newDrift), Class: ClassProspective,
+				Shapes: "the decision rule compares the candidate with the mean of the baseline and its drift-control arm (the last arm after the candidate on the baseline's target)", Scope: ScopeDecision}
+			if b, seq := firstStarted(decisionBlocks(measured, matrixOf, decided), started); b != "" {
+				cr.Class, cr.StartedBlock, cr.StartedSeq = ClassPostHoc, b, seq
+			}
+			rev = append(rev, cr)
+		}
 	}
 	oldAddrs := map[string]bool{}
 	for _, in := range oldP.Instances {

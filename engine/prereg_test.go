@@ -182,6 +182,13 @@ func TestPreRegistration(t *testing.T) {
 		"an arm added after sibling arms ran": {
 			edits: []string{"  arm \"candidate\" {", "  arm \"incumbent_after\" {\n    target = target.incumbent\n  }\n  arm \"candidate\" {"},
 		},
+		"an incumbent arm added after the candidate": {
+			// It becomes the rule's drift control: the rule now compares the
+			// candidate with a baseline it did not have when the data came in.
+			edits:   []string{"    setup  = [step.world.deploy_candidate]\n  }\n", "    setup  = [step.world.deploy_candidate]\n  }\n  arm \"incumbent_after\" {\n    target = target.incumbent\n  }\n"},
+			want:    map[string]string{"drift control of the decision rule": engine.ClassPostHoc},
+			refused: []string{"drift control of the decision rule ((absent) -> incumbent_after): the decision rule compares the candidate with the mean of the baseline and its drift-control arm"},
+		},
 		"a cell added after sibling cells ran": {edits: []string{"concurrency = [1, 4]", "concurrency = [1, 4, 8]"}},
 		"started blocks changed": {
 			edits: []string{"requests    = 4", "requests    = 8"},

@@ -178,32 +178,15 @@ func (ev *evidence) armTarget(arm string) string {
 	return ""
 }
 
-// driftArm is the drift-control arm of a rule: the last arm declared after the
-// candidate arm, in the baseline arm's matrix, that runs the baseline's target (the
-// second A of ABBA). "" when there is none.
+// driftArm is the drift-control arm of a rule (plans.DriftControlArm).
 func (ev *evidence) driftArm(baseline, candidate string) string {
-	tgt := ev.armTarget(baseline)
-	var matrix string
+	var arms []plans.ArmTarget
 	for _, c := range ev.cells {
-		if c.Arm == baseline {
-			matrix = c.Matrix
-			break
+		if len(c.Blocks) > 0 {
+			arms = append(arms, plans.ArmTarget{Matrix: c.Matrix, Arm: c.Arm, Target: text(c.Blocks[0].Target["name"])})
 		}
 	}
-	seenCand, out := false, ""
-	for _, c := range ev.cells {
-		if c.Matrix != matrix {
-			continue
-		}
-		if c.Arm == candidate {
-			seenCand = true
-			continue
-		}
-		if seenCand && c.Arm != baseline && tgt != "" && text(c.Blocks[0].Target["name"]) == tgt {
-			out = c.Arm
-		}
-	}
-	return out
+	return plans.DriftControlArm(arms, baseline, candidate)
 }
 
 // decide applies the campaign's decision rule to the evidence, and labels the
