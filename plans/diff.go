@@ -32,18 +32,6 @@ type Diff struct {
 // Empty reports whether the plans are the same.
 func (d Diff) Empty() bool { return len(d.Campaign) == 0 && len(d.Changes) == 0 }
 
-// Touched lists the instances that were changed or removed: the ones that must not
-// have started for an amendment to be recorded.
-func (d Diff) Touched() []string {
-	var out []string
-	for _, c := range d.Changes {
-		if c.Kind != "added" {
-			out = append(out, c.Addr)
-		}
-	}
-	return out
-}
-
 // Summary is a one-line account such as "2 changed, 1 added".
 func (d Diff) Summary() string {
 	n := map[string]int{}
