@@ -138,16 +138,18 @@ func (p *Proposal) Render(w io.Writer) {
 	fmt.Fprintln(w, "Pre-registration:")
 	shaping := 0
 	for _, c := range p.Review {
+		label := ""
 		switch {
 		case c.Class == ClassRewrite:
-			fmt.Fprintf(w, "  refused   %s\n", c.Line())
+			label = "refused"
 		case c.Class == ClassPostHoc:
-			fmt.Fprintf(w, "  post-hoc  %s\n", c.Line())
+			label = "post-hoc"
 		case c.Shapes != "":
-			fmt.Fprintf(w, "  prospective  %s\n", c.Line())
+			label = "prospective"
 		default:
 			continue
 		}
+		fmt.Fprintf(w, "  %-11s %s\n", label, c.Line())
 		shaping++
 	}
 	if n := len(p.Review) - shaping; n > 0 {
