@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,5 +128,26 @@ func TestPostHocSchema(t *testing.T) {
 	}
 	if err := schemas.Validate("summary", []byte(forged)); err == nil {
 		t.Fatal("a promoted post-hoc verdict validates")
+	}
+}
+
+// TestUncheckableAmendmentCannotPromote: when the plan an amendment changed is gone,
+// nothing says the amendment was prospective, and the verdict says so instead of
+// promoting.
+func TestUncheckableAmendmentCannotPromote(t *testing.T) {
+	dir := amendRule(t, "verdict-faster", false, func(rule map[string]any) { rule["min_gain"] = json.Number("0.04") })
+	if err := os.Remove(filepath.Join(dir, engine.PlanDir, "plan.json")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := r.Summary.Promotion
+	if v.Promoted || v.Verdict != "not promoted: the amendments cannot be checked against the pre-registration" || !strings.Contains(v.Reasons[0], "plan.json") {
+		t.Fatalf("verdict %+v", v)
+	}
+	if !slices.ContainsFunc(r.Summary.Integrity, func(p string) bool { return strings.HasPrefix(p, "the amendments cannot be classified") }) {
+		t.Errorf("integrity problems %v", r.Summary.Integrity)
 	}
 }
