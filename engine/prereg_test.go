@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/schemas"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -264,6 +265,10 @@ func assertPostHocRecorded(t *testing.T, h *harness, n int) {
 	if last.Kind != engine.KindAmendment || last.Amendment != n || !last.PostHoc {
 		t.Fatalf("journal record %+v, want amendment %d marked post_hoc", last, n)
 	}
+	lines := strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(h.state, engine.JournalFile)))), "\n")
+	if err := schemas.Validate("journal-record", []byte(lines[len(lines)-1])); err != nil {
+		t.Errorf("the post-hoc amendment record does not validate: %v", err)
+	}
 	b, err := os.ReadFile(filepath.Join(h.state, "amendments", "0001.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -390,4 +395,13 @@ func TestClosedAcceptsNoAmendment(t *testing.T) {
 	if n := len(h.records()); h.records()[n-1].Kind != engine.KindCampaignClosed {
 		t.Fatal("a refused amendment left a record")
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
