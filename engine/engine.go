@@ -391,6 +391,12 @@ func (r *run) flushEvidence(sum *Summary) {
 // plan_frozen record carries the size and sha256 of every file written under plan/,
 // so `rigor verify` can check each byte against the journal.
 func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, planHash string, j *Journal) error {
+	// The journal is empty, so files under plan/ are what a freeze killed before its
+	// plan_frozen record left: no record accounts for them, nothing was frozen, and
+	// they would keep every later apply from freezing.
+	if err := os.RemoveAll(filepath.Join(stateDir, PlanDir)); err != nil {
+		return fmt.Errorf("freeze plan: remove what an interrupted freeze left: %w", err)
+	}
 	var arts []Artefact
 	write := func(name string, b []byte) error {
 		a, err := writeEvidence(stateDir, PlanDir+"/"+name, b)
