@@ -20,6 +20,11 @@
 //     sensitive listed in StepContext.Secrets. Redacting them is the step's duty for
 //     what it keeps and for its result message, which the journal records as it is
 //     (secrets.go: Redactor, StepContext.Redacted).
+//   - Amendments are classified from the canonical plan JSON and the journal alone
+//     (prereg.go): a change to a step that started is never recorded; a change that
+//     shapes the analysis (the decision rule, the outage, the frozen inputs, a
+//     matrix's blocks) after a measured block it affects started is recorded only
+//     when asked for as post-hoc, and says so; a closed campaign takes none.
 //
 // The engine knows steps only through the Step interface; it never imports a
 // concrete step package.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -407,20 +406,15 @@ func (r *run) flushEvidence(sum *Summary) {
 // plan_frozen record carries the size and sha256 of every file written under plan/,
 // so `rigor verify` can check each byte against the journal.
 func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, planHash string, j *Journal) error {
+	// The journal is empty, so files under plan/ are what a freeze killed before its
+	// plan_frozen record left: no record accounts for them, nothing was frozen, and
+	// they would keep every later apply from freezing.
+	if err := os.RemoveAll(filepath.Join(stateDir, PlanDir)); err != nil {
+		return fmt.Errorf("freeze plan: remove what an interrupted freeze left: %w", err)
+	}
 	var arts []Artefact
 	write := func(name string, b []byte) error {
-		rel := PlanDir + "/" + name
-		// A freeze the previous apply began and did not finish (killed before its
-		// plan_frozen record) may have left this very file: the same bytes are
-		// taken as they are; different bytes are another plan, never overwritten.
-		if old, err := os.ReadFile(statePath(stateDir, rel)); err == nil {
-			if !bytes.Equal(old, b) {
-				return fmt.Errorf("freeze plan: %s exists and holds another plan than this one, left by an apply that died before it froze it; nothing was frozen there, so remove %s or pass another --state", rel, filepath.Join(stateDir, PlanDir))
-			}
-			arts = append(arts, Artefact{Path: rel, Size: int64(len(b)), SHA256: plans.SHA256Hex(b)})
-			return nil
-		}
-		a, err := writeEvidence(stateDir, rel, b)
+		a, err := writeEvidence(stateDir, PlanDir+"/"+name, b)
 		if err != nil {
 			return fmt.Errorf("freeze plan: %w", err)
 		}
@@ -542,6 +536,15 @@ func (r *run) checkResume() error {
 		cfg, files, deps, err := r.inputsOf(inst)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrInputsChanged, inst.Addr, err)
+		}
+		if start.Inputs != nil {
+			// A dependency an amendment added after the step ran was never one of
+			// its inputs: its outputs, once it runs, do not change what was recorded.
+			for d := range deps {
+				if _, was := start.Inputs.Deps[d]; !was {
+					delete(deps, d)
+				}
+			}
 		}
 		sum, parts, err := inputsHash(cfg, files, deps)
 		if err != nil {

@@ -79,9 +79,12 @@ type Record struct {
 	Reason       string            `json:"reason,omitempty"`
 	Amendment    int               `json:"amendment,omitempty"`
 	Touched      []string          `json:"touched,omitempty"`
-	Summary      string            `json:"summary,omitempty"`
-	Counts       map[string]int    `json:"counts,omitempty"`
-	Pid          int               `json:"pid,omitempty"`
+	// PostHoc marks, in an amendment record, an amendment recorded with --post-hoc:
+	// it shapes the analysis after measured data exist (engine semantics 10).
+	PostHoc bool           `json:"post_hoc,omitempty"`
+	Summary string         `json:"summary,omitempty"`
+	Counts  map[string]int `json:"counts,omitempty"`
+	Pid     int            `json:"pid,omitempty"`
 	// Pinned are the digests of inputs that must not change, as a step_start saw
 	// them (and, in plan_frozen, as the freeze saw them): "file <path>", "corpus …".
 	Pinned map[string]string `json:"pinned,omitempty"`

@@ -240,10 +240,16 @@ func (r *run) refresh() error {
 // The restore at the end of the last apply undid what the deploys had put in
 // place, so the nearest deploy (any Refresher) above each remaining step runs again.
 func (r *run) continueHeld() {
-	var again []string
+	var again, fresh []string
 	for _, inst := range r.plan.Instances {
 		rec := r.terminal[inst.Addr]
-		if inst.Meta.Always || rec == nil {
+		if inst.Meta.Always {
+			continue
+		}
+		if rec == nil {
+			// Never settled: added by an amendment, or parked by an earlier apply.
+			// It runs against what its deploys put in place, so they run again too.
+			fresh = append(fresh, inst.Addr)
 			continue
 		}
 		if r.heldBack(inst, rec) || r.mayRerun(inst, rec) {
@@ -254,7 +260,7 @@ func (r *run) continueHeld() {
 		delete(r.terminal, a)
 	}
 	redeploy := map[string]bool{}
-	for _, a := range again {
+	for _, a := range append(append([]string(nil), again...), fresh...) {
 		inst := r.instance(a)
 		if _, isRefresher := r.reg[inst.Type].(Refresher); isRefresher {
 			continue
@@ -274,7 +280,10 @@ func (r *run) continueHeld() {
 	for a := range redeploy {
 		delete(r.terminal, a)
 	}
-	msg := fmt.Sprintf("continuing a held campaign: %d step(s) to run", len(again))
+	msg := fmt.Sprintf("continuing a held campaign: %d step(s) to run", len(again)+len(fresh))
+	if len(fresh) > 0 {
+		msg += fmt.Sprintf(" (%d of them never started before)", len(fresh))
+	}
 	if len(redeploy) > 0 {
 		names := slices.Sorted(func(yield func(string) bool) {
 			for a := range redeploy {

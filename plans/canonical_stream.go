@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -163,10 +165,27 @@ func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 		b = append(b, ']')
 	}
 	b = append(b, `},"source":`...)
-	b = appendJSONString(b, i.source)
+	if i.source == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendSourceMap(b, i.source)
+	}
 	b = append(b, `,"type":`...)
 	b = appendJSONString(b, i.Type)
 	return append(b, '}'), nil
+}
+
+func appendSourceMap(b []byte, source map[string]string) []byte {
+	b = append(b, '{')
+	for n, k := range slices.Sorted(maps.Keys(source)) {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, source[k])
+	}
+	return append(b, '}')
 }
 
 // AppendCanonicalJSON appends the JSON encoding of CanonicalValue(v), without

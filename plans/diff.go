@@ -32,18 +32,6 @@ type Diff struct {
 // Empty reports whether the plans are the same.
 func (d Diff) Empty() bool { return len(d.Campaign) == 0 && len(d.Changes) == 0 }
 
-// Touched lists the instances that were changed or removed: the ones that must not
-// have started for an amendment to be recorded.
-func (d Diff) Touched() []string {
-	var out []string
-	for _, c := range d.Changes {
-		if c.Kind != "added" {
-			out = append(out, c.Addr)
-		}
-	}
-	return out
-}
-
 // Summary is a one-line account such as "2 changed, 1 added".
 func (d Diff) Summary() string {
 	n := map[string]int{}
@@ -185,9 +173,25 @@ func (d Diff) Render(w io.Writer) {
 		fmt.Fprintf(w, "%s %s (%s)\n", sym[c.Kind], c.Addr, c.Kind)
 		if c.Kind == "changed" {
 			for _, a := range c.Attrs {
+				if expr, ok := strings.CutPrefix(a.Path, "source."); ok {
+					fmt.Fprintf(w, "    %s: %s\n", expr, sourceChange(a))
+					continue
+				}
 				fmt.Fprintf(w, "    %s: %s -> %s\n", a.Path, show(a.Old), show(a.New))
 			}
 		}
 	}
 	fmt.Fprintf(w, "Summary: %s.\n", d.Summary())
+}
+
+// sourceChange words a change of an instance's source parts: expressions whose
+// value waits for a step, compared by meaning (see sourceDigester).
+func sourceChange(a AttrChange) string {
+	switch {
+	case a.Old == "":
+		return "expression now waits for a step's outputs (its meaning is compared from now on)"
+	case a.New == "":
+		return "expression no longer waits for a step's outputs (its value shows in the configuration)"
+	}
+	return "expression changed in meaning (its value is known only after the steps it reads have run)"
 }

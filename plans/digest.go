@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // blockRange is the whole source of a block, header to closing brace.
@@ -17,66 +18,233 @@ func blockRange(b *hcl.Block) hcl.Range {
 	return b.DefRange
 }
 
-// sourceDigests gives every step and matrix a digest of the source text that
-// defines it: its own block, the blocks of every host, target, workload or gate it
-// reaches, and the values of the variables it reads. A value that is unknown at
-// plan time hides its expression from the canonical configuration; the digest puts
-// the expression back under the plan hash, so editing `min(48, ...)` or a variable
-// that only feeds a step output still changes the frozen plan.
-func (e *evaluator) sourceDigests() map[string]string {
-	files := e.plan.parser.Files()
-	text := func(r hcl.Range) []byte {
-		f := files[r.Filename]
-		if f == nil || r.End.Byte > len(f.Bytes) || r.Start.Byte > r.End.Byte {
-			return nil
-		}
-		return f.Bytes[r.Start.Byte:r.End.Byte]
+// Source parts of an instance (its "source" in the canonical plan): one digest per
+// expression whose meaning the plan-time configuration cannot show.
+//
+// A value that is unknown at plan time hides its expression from the canonical
+// configuration: `requests = min(48, step.freeze.counts.values.c4)` shows only
+// "(known after freeze.counts)". The source parts put such expressions back under
+// the plan hash, so editing one is a change. They hold meaning, not text:
+//   - each expression is printed canonically (canonicalExpr), so a comment, a
+//     blank line or a re-indented list inside a step that ran changes nothing;
+//   - an expression whose value is known at plan time is left out, because the
+//     configuration already shows its value for this very instance (a matrix's
+//     concurrency list, a literal request map): adding a cell or a repetition
+//     leaves the other instances as they were;
+//   - a matrix instance reads the matrix's own attributes and its own arm, never
+//     its sibling arms, so adding an arm touches no existing instance;
+//   - what an unknown expression reads comes with it: the unknown attributes of the
+//     hosts, targets, workloads and gates it names (and what those read), the
+//     values of its variables (sensitive ones redacted), and each.key/each.value.
+//
+// Keys name the expression: "requests", "arm.setup", "target.flare.image",
+// "var.scale", "each"; values are sha256 of the canonical text, so a secret written
+// into an expression never reaches the plan.
+type sourceDigester struct {
+	p      *Plan
+	ctx    *hcl.EvalContext
+	files  map[string]*hcl.File
+	blocks map[hcl.Range]*hclsyntax.Block // top-level blocks by header range
+	data   map[string]map[string]string   // memo: data block id -> its parts
+	matrix map[string]map[string]string   // memo: matrix id / arm -> parts
+	all    string                         // digest of every file, for a reference kind not known here
+}
+
+// setSources computes every instance's source parts in the plan-time context.
+func (p *Plan) setSources(ctx *hcl.EvalContext) {
+	d := &sourceDigester{p: p, ctx: ctx, files: p.parser.Files(), blocks: map[hcl.Range]*hclsyntax.Block{},
+		data: map[string]map[string]string{}, matrix: map[string]map[string]string{}}
+	names := make([]string, 0, len(d.files))
+	for n := range d.files {
+		names = append(names, n)
 	}
-	out := map[string]string{}
-	for id, ent := range e.entities {
-		var own hcl.Range
-		switch x := ent.(type) {
-		case *StepBlock:
-			own = x.SrcRange
-		case *Matrix:
-			own = x.SrcRange
-		default:
+	sort.Strings(names)
+	for _, n := range names {
+		if body, ok := d.files[n].Body.(*hclsyntax.Body); ok {
+			for _, b := range body.Blocks {
+				d.blocks[b.DefRange()] = b
+			}
+		}
+	}
+	for _, inst := range p.Instances {
+		inst.source = d.instance(inst)
+	}
+}
+
+func digestText(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func (d *sourceDigester) instance(inst *Instance) map[string]string {
+	switch ent := d.p.ev.entities[inst.entity].(type) {
+	case *StepBlock:
+		parts := map[string]string{}
+		sb := d.blocks[ent.DeclRange]
+		if sb == nil {
+			parts["source"] = digestText(string(d.text(ent.SrcRange)))
+			return parts
+		}
+		ctx := d.ctx
+		if inst.Keyed {
+			ctx = withEach(ctx, inst.Key, inst.each)
+		}
+		d.body(parts, "", sb.Body, ctx, inst.each, nil)
+		return parts
+	case *Matrix:
+		key := ent.ID() + "\x00" + inst.Arm
+		if parts, ok := d.matrix[key]; ok {
+			return parts
+		}
+		parts := map[string]string{}
+		sb := d.blocks[ent.DeclRange]
+		if sb == nil {
+			parts["source"] = digestText(string(d.text(ent.SrcRange)))
+		} else {
+			// Every arm is skipped here but this instance's own, which is read
+			// under the prefix "arm.".
+			d.body(parts, "", sb.Body, d.ctx, cty.NilVal, func(b *hclsyntax.Block) bool { return b.Type == "arm" })
+			for _, b := range sb.Body.Blocks {
+				if b.Type == "arm" && len(b.Labels) == 1 && b.Labels[0] == inst.Arm {
+					d.body(parts, "arm.", b.Body, d.ctx, cty.NilVal, nil)
+				}
+			}
+		}
+		d.matrix[key] = parts
+		return parts
+	}
+	return map[string]string{}
+}
+
+// structural attributes are static lists of references whose whole meaning is the
+// instance's depends_on, which the canonical plan shows as addresses.
+var structural = map[string]bool{metaDependsOn: true, "arm.setup": true}
+
+// body adds the parts of a body's attributes and nested blocks under prefix.
+func (d *sourceDigester) body(parts map[string]string, prefix string, body *hclsyntax.Body, ctx *hcl.EvalContext, each cty.Value, skip func(*hclsyntax.Block) bool) {
+	for _, name := range sortedKeys(body.Attributes) {
+		a := body.Attributes[name]
+		if structural[prefix+name] {
 			continue
 		}
-		seen := map[string]bool{}
-		var reached []string
-		var walk func(id string)
-		walk = func(id string) {
-			for _, r := range e.refs[id] {
-				if seen[r.Entity] {
-					continue
-				}
-				seen[r.Entity] = true
-				if _, ok := e.entities[r.Entity].(*DataBlock); ok {
-					reached = append(reached, r.Entity)
-					walk(r.Entity)
-				}
-				if _, ok := e.entities[r.Entity].(*Variable); ok {
-					reached = append(reached, r.Entity)
-				}
-			}
+		if v, diags := a.Expr.Value(ctx); !diags.HasErrors() && wholeKnown(v) {
+			continue
 		}
-		walk(id)
-		sort.Strings(reached)
-		h := sha256.New()
-		h.Write(text(own))
-		for _, dep := range reached {
-			h.Write([]byte{0})
-			h.Write([]byte(dep))
-			switch x := e.entities[dep].(type) {
-			case *DataBlock:
-				h.Write(text(x.SrcRange))
-			case *Variable:
-				b, _ := CanonicalJSON(CanonicalValue(x.Value))
-				h.Write(b)
-			}
-		}
-		out[id] = hex.EncodeToString(h.Sum(nil))
+		parts[prefix+name] = digestText(canonicalExpr(a.Expr, d.files))
+		d.reach(parts, a.Expr, each)
 	}
+	for _, b := range body.Blocks {
+		if skip != nil && skip(b) {
+			continue
+		}
+		p := prefix + b.Type + "."
+		for _, l := range b.Labels {
+			p += l + "."
+		}
+		d.body(parts, p, b.Body, ctx, each, nil)
+	}
+}
+
+// reach adds what an unknown expression reads.
+func (d *sourceDigester) reach(parts map[string]string, x hcl.Expression, each cty.Value) {
+	for _, tr := range x.Variables() {
+		root := tr.RootName()
+		name := ""
+		if len(tr) > 1 {
+			if a, ok := tr[1].(hcl.TraverseAttr); ok {
+				name = a.Name
+			}
+		}
+		switch root {
+		case "step":
+			// A step's outputs are unknown here; the unknown's text names the
+			// step, and the step's own changes are its instance's.
+		case "each":
+			if each != cty.NilVal {
+				parts["each"] = digestText(canonicalValueText(each))
+			}
+		case "var":
+			if v, ok := d.p.ev.entities["var."+name].(*Variable); ok {
+				parts["var."+name] = digestText(canonicalValueText(v.Value))
+			}
+		case blockHost, blockTarget, blockWorkload, blockGate:
+			if db, ok := d.p.ev.entities[root+"."+name].(*DataBlock); ok {
+				for k, v := range d.dataParts(db) {
+					parts[k] = v
+				}
+			}
+		default:
+			// A kind of reference this digest does not know: every file's meaning
+			// stands in for it, so no edit can go unseen.
+			parts["files"] = d.allFiles()
+		}
+	}
+}
+
+// dataParts are the unknown attributes of a host, target, workload or gate and what
+// they read, memoised: data blocks cannot use each, so they are the same for all.
+func (d *sourceDigester) dataParts(db *DataBlock) map[string]string {
+	if parts, ok := d.data[db.ID()]; ok {
+		return parts
+	}
+	parts := map[string]string{}
+	d.data[db.ID()] = parts // data blocks refer to each other without cycles
+	for _, name := range sortedAttrNames(db.Attrs) {
+		a := db.Attrs[name]
+		if v, diags := a.Expr.Value(d.ctx); !diags.HasErrors() && wholeKnown(v) {
+			continue
+		}
+		parts[db.ID()+"."+name] = digestText(canonicalExpr(a.Expr, d.files))
+		d.reach(parts, a.Expr, cty.NilVal)
+	}
+	return parts
+}
+
+func (d *sourceDigester) allFiles() string {
+	if d.all != "" {
+		return d.all
+	}
+	names := make([]string, 0, len(d.files))
+	for n := range d.files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	text := ""
+	for _, n := range names {
+		if body, ok := d.files[n].Body.(*hclsyntax.Body); ok {
+			text += canonicalBody(body, d.files)
+		}
+	}
+	d.all = digestText(text)
+	return d.all
+}
+
+func (d *sourceDigester) text(r hcl.Range) []byte {
+	f := d.files[r.Filename]
+	if f == nil || r.End.Byte > len(f.Bytes) || r.Start.Byte > r.End.Byte {
+		return nil
+	}
+	return f.Bytes[r.Start.Byte:r.End.Byte]
+}
+
+func wholeKnown(v cty.Value) bool {
+	u, _ := v.UnmarkDeep()
+	return u.IsWhollyKnown()
+}
+
+func canonicalValueText(v cty.Value) string {
+	b, err := CanonicalJSON(CanonicalValue(v))
+	if err != nil {
+		return v.GoString()
+	}
+	return string(b)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

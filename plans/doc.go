@@ -17,6 +17,11 @@
 //     are lexed first and refused beyond MaxNesting levels (limits.go). Files over
 //     512 KB are parsed in pieces cut between top-level blocks (parse.go); a piece
 //     with an error sends the file to hclsyntax whole, so diagnostics are its own.
+//   - The plan hash follows meaning, not text: every known value is in the
+//     canonical configuration, and an expression whose value waits for a step is
+//     there as a digest of its canonical form (digest.go, canonexpr.go), per
+//     instance. Comments and layout change nothing; adding an arm, a cell or a
+//     repetition changes no existing instance.
 //   - Output is deterministic: instances keep declaration order, maps are sorted.
 //   - Meta-arguments are written once, as meta-arguments; a step type whose schema
 //     names one (the block's phase) receives its value in its configuration too.

@@ -39,9 +39,9 @@ type Instance struct {
 
 	outputType cty.Type
 	entity     string
-	each       cty.Value      // each.value of a for_each instance (cty.NilVal otherwise)
-	during     hcl.Expression // the during meta-argument, resolved by resolveDuring
-	source     string         // digest of the defining source; see sourceDigests
+	source     map[string]string // what unknown values hide; see sourceDigester
+	each       cty.Value         // each.value of a for_each instance (cty.NilVal otherwise)
+	during     hcl.Expression    // the during meta-argument, resolved by resolveDuring
 	evalConfig func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 }
 
@@ -126,15 +126,12 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 		return diags
 	}
 	p.Instances = ordered
-	digests := e.sourceDigests()
-	for _, inst := range p.Instances {
-		inst.source = digests[inst.entity]
-	}
 	// Evaluate every configuration once at plan time: type errors surface now, and
 	// the canonical plan shows what is known and what waits for which step.
 	ctx, d := p.Context(nil)
 	diags = append(diags, d...)
 	e.planCtx = ctx
+	p.setSources(ctx)
 	// Evaluation only reads the context and the syntax tree, so instances are
 	// evaluated on every core; diagnostics are merged in run order.
 	instDiags := make([]hcl.Diagnostics, len(p.Instances))
@@ -175,7 +172,7 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 	mk := func(key string, keyed bool, each cty.Value) *Instance {
 		inst := &Instance{
 			Addr: InstanceAddr(s.Type, s.Name, key, keyed), Type: s.Type, Name: s.Name, Key: key, Keyed: keyed,
-			DeclRange: s.DeclRange, outputType: s.StepType.OutputType(), entity: s.ID(),
+			DeclRange: s.DeclRange, outputType: s.StepType.OutputType(), entity: s.ID(), each: each,
 		}
 		ictx := ctx0
 		if keyed {
@@ -185,9 +182,6 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		diags = append(diags, md...)
 		meta.ConditionText = p.exprText(meta.Condition)
 		inst.Meta = meta
-		if keyed {
-			inst.each = each
-		}
 		if a, ok := s.MetaAttrs[metaDuring]; ok {
 			inst.during = a.Expr
 		}

@@ -217,11 +217,4 @@ func traversalText(tr hcl.Traversal) string {
 	return b.String()
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+

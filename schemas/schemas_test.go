@@ -15,12 +15,17 @@ func TestJournalRecordSchema(t *testing.T) {
 		t.Fatalf("plan_frozen with its file hashes rejected: %v", err)
 	}
 	cases := map[string]string{
-		"unknown kind":           strings.Replace(good, "plan_frozen", "plan_thawed", 1),
-		"short prev":             strings.Replace(good, strings.Repeat("0", 64), "00", 1),
-		"frozen without hash":    `{"seq":1,"time":"2026-10-22T02:00:00Z","kind":"plan_frozen","prev":"` + strings.Repeat("0", 64) + `"}`,
-		"seq zero":               strings.Replace(good, `"seq":1`, `"seq":0`, 1),
-		"plan file without hash": strings.Replace(good, `"plan_sha256"`, `"artefacts":[{"path":"plan/plan.json","size":12}],"plan_sha256"`, 1),
-		"amendment zero":         strings.Replace(good, `"plan_sha256"`, `"amendment":0,"plan_sha256"`, 1),
+		"unknown kind":                  strings.Replace(good, "plan_frozen", "plan_thawed", 1),
+		"short prev":                    strings.Replace(good, strings.Repeat("0", 64), "00", 1),
+		"frozen without hash":           `{"seq":1,"time":"2026-10-22T02:00:00Z","kind":"plan_frozen","prev":"` + strings.Repeat("0", 64) + `"}`,
+		"seq zero":                      strings.Replace(good, `"seq":1`, `"seq":0`, 1),
+		"plan file without hash":        strings.Replace(good, `"plan_sha256"`, `"artefacts":[{"path":"plan/plan.json","size":12}],"plan_sha256"`, 1),
+		"amendment zero":                strings.Replace(good, `"plan_sha256"`, `"amendment":0,"plan_sha256"`, 1),
+		"post_hoc outside an amendment": strings.Replace(good, `"plan_sha256"`, `"post_hoc":true,"plan_sha256"`, 1),
+	}
+	postHoc := strings.Replace(strings.Replace(good, "plan_frozen", "amendment", 1), `"plan_sha256"`, `"amendment":1,"post_hoc":true,"plan_sha256"`, 1)
+	if err := Validate("journal-record", []byte(postHoc)); err != nil {
+		t.Fatalf("a post-hoc amendment record rejected: %v", err)
 	}
 	for name, doc := range cases {
 		if err := Validate("journal-record", []byte(doc)); err == nil {

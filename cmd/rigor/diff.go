@@ -10,13 +10,14 @@ import (
 func newDiffCmd(g *globals) *cobra.Command {
 	var a planArgs
 	var state, reason string
-	var record, detailed bool
+	var record, detailed, postHoc bool
 	cmd := &cobra.Command{
 		Use:   "diff CAMPAIGN --state DIR",
 		Short: "Show how a campaign file differs from the frozen plan; --record an amendment",
 		Example: `  rigor plan diff examples/quickstart/campaign.hcl --state runs/q1
   rigor plan diff campaign.hcl --state runs/w1 --detailed-exitcode || echo "exit $?: changed or error"
-  rigor plan diff campaign.hcl --state runs/w1 --record --reason "extended lanes deferred after the C4 failure"`,
+  rigor plan diff campaign.hcl --state runs/w1 --record --reason "extended lanes deferred after the C4 failure"
+  rigor plan diff campaign.hcl --state runs/w1 --record --post-hoc --reason "review asked for the C1 comparison too"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if state == "" {
@@ -25,31 +26,44 @@ func newDiffCmd(g *globals) *cobra.Command {
 			if record && reason == "" {
 				return &exitError{code: 2, msg: "--record needs --reason \"...\": an amendment says why it was made"}
 			}
+			if postHoc && !record {
+				return &exitError{code: 2, msg: "--post-hoc labels an amendment as it is recorded: use it with --record --reason \"...\""}
+			}
 			p, err := a.load(g, args[0])
 			if err != nil {
 				return err
 			}
-			d, err := engine.DiffAgainstState(state, p)
+			prop, err := engine.DiffAgainstState(state, p)
 			if err != nil {
 				return &exitError{code: exitError1, msg: err.Error()}
 			}
-			d.Render(g.stdout)
+			prop.Diff.Render(g.stdout)
+			prop.Render(g.stdout)
 			if !record {
-				if detailed && !d.Empty() {
+				if detailed && !prop.Diff.Empty() {
 					return &exitError{code: exitUsage} // Terraform's -detailed-exitcode: 2 means changes
 				}
 				return nil
 			}
-			am, err := engine.RecordAmendment(state, p, reason, nil)
+			recordFn := engine.RecordAmendment
+			if postHoc {
+				recordFn = engine.RecordPostHocAmendment
+			}
+			am, err := recordFn(state, p, reason, nil)
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
-			fmt.Fprintf(g.stdout, "recorded amendment %d (plan sha256 %s): %s\n", am.Number, am.PlanSHA256, reason)
+			label := "prospective"
+			if am.PostHoc {
+				label = "POST-HOC, not pre-registered: every verdict it touches is labelled and cannot promote"
+			}
+			fmt.Fprintf(g.stdout, "recorded amendment %d (%s; plan sha256 %s): %s\n", am.Number, label, am.PlanSHA256, reason)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "state directory")
-	cmd.Flags().BoolVar(&record, "record", false, "append the difference as an amendment (only if no changed step has started)")
+	cmd.Flags().BoolVar(&record, "record", false, "append the difference as an amendment (only if no changed step has started, and no change shapes the analysis after a measured block it affects has started)")
+	cmd.Flags().BoolVar(&postHoc, "post-hoc", false, "with --record: record an analysis-shaping change made after measured data exist, labelled post-hoc; its verdicts cannot promote")
 	cmd.Flags().StringVar(&reason, "reason", "", "why the plan changes (required with --record)")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when the file matches the effective plan, 2 when it differs, 1 on errors (as terraform plan -detailed-exitcode)")
 	a.bind(cmd)

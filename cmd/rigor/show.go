@@ -41,7 +41,7 @@ func newShowCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			// After the pilot, what the design can resolve: stated before any
-			// candidate traffic, while the rule can still be amended prospectively.
+			// measured block, while the rule can still be amended prospectively.
 			pw, err := report.PowerFromState(state)
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}

@@ -18,13 +18,18 @@ const Level = 0.95
 // Verdict is the decision rule applied to the evidence. Promoted is true only when
 // every comparison is eligible and every criterion holds.
 type Verdict struct {
-	Promoted  bool          `json:"promoted"`
-	Rule      *decisionRule `json:"rule"`
-	Eligible  bool          `json:"eligible"`
-	Verdict   string        `json:"verdict"`
-	Reasons   []string      `json:"reasons"`
-	Criterion string        `json:"criterion,omitempty"`
-	Level     float64       `json:"level,omitempty"`
+	Promoted bool `json:"promoted"`
+	// PostHoc says a post-hoc amendment touches the verdict (its rule, a setting
+	// every measured block is held to, or the blocks of a compared matrix): the
+	// verdict is labelled "post-hoc, not pre-registered" and Promoted is false.
+	PostHoc           bool          `json:"post_hoc"`
+	PostHocAmendments []int         `json:"post_hoc_amendments,omitempty"`
+	Rule              *decisionRule `json:"rule"`
+	Eligible          bool          `json:"eligible"`
+	Verdict           string        `json:"verdict"`
+	Reasons           []string      `json:"reasons"`
+	Criterion         string        `json:"criterion,omitempty"`
+	Level             float64       `json:"level,omitempty"`
 	// MaxDrift is the drift bound in force and MaxDriftBasis where it comes from.
 	MaxDrift      float64      `json:"max_drift,omitempty"`
 	MaxDriftBasis string       `json:"max_drift_basis,omitempty"`
@@ -173,36 +178,29 @@ func (ev *evidence) armTarget(arm string) string {
 	return ""
 }
 
-// driftArm is the drift-control arm of a rule: the last arm declared after the
-// candidate arm, in the baseline arm's matrix, that runs the baseline's target (the
-// second A of ABBA). "" when there is none.
+// driftArm is the drift-control arm of a rule (plans.DriftControlArm).
 func (ev *evidence) driftArm(baseline, candidate string) string {
-	tgt := ev.armTarget(baseline)
-	var matrix string
+	var arms []plans.ArmTarget
 	for _, c := range ev.cells {
-		if c.Arm == baseline {
-			matrix = c.Matrix
-			break
+		if len(c.Blocks) > 0 {
+			arms = append(arms, plans.ArmTarget{Matrix: c.Matrix, Arm: c.Arm, Target: text(c.Blocks[0].Target["name"])})
 		}
 	}
-	seenCand, out := false, ""
-	for _, c := range ev.cells {
-		if c.Matrix != matrix {
-			continue
-		}
-		if c.Arm == candidate {
-			seenCand = true
-			continue
-		}
-		if seenCand && c.Arm != baseline && tgt != "" && text(c.Blocks[0].Target["name"]) == tgt {
-			out = c.Arm
-		}
-	}
-	return out
+	return plans.DriftControlArm(arms, baseline, candidate)
 }
 
-// decide applies the campaign's decision rule to the evidence.
+// decide applies the campaign's decision rule to the evidence, and labels the
+// verdict post-hoc when an amendment made after measured data exist touches it.
 func (ev *evidence) decide(rows map[string]*Row) Verdict {
+	v := ev.applyRule(rows)
+	if v.Rule != nil {
+		ev.labelPostHoc(&v)
+	}
+	return v
+}
+
+// applyRule applies the effective decision rule to the evidence.
+func (ev *evidence) applyRule(rows map[string]*Row) Verdict {
 	rule := ev.plan.Campaign.Decision
 	v := Verdict{Rule: rule, Reasons: []string{}, Comparisons: []Comparison{}}
 	if rule == nil {

@@ -384,8 +384,12 @@ func (r *Report) decisionSection(d *document) {
 		return
 	}
 	ru := v.Rule
-	s.p("Pre-registered rule %q: primary metric %s; baseline arm %s, candidate arm %s, drift-control arm %s; primary cells %s need a gain of at least %s; protected cells %s may regress by at most %s; %d matched repetition(s) per cell; criterion %q; drift bound %s (%s). Any failed request in a compared arm or in the drift-control arm, and any block that fails a validity check, makes the comparison ineligible.",
-		ru.Name, ru.PrimaryMetric, ru.BaselineArm, ru.CandidateArm, orText(v.DriftArm, "(none)"), strings.Join(ru.PrimaryCells, ", "), pct(ru.MinGain),
+	kind := "Pre-registered rule"
+	if v.PostHoc {
+		kind = fmt.Sprintf("Rule (%s: amendment %s touches it after measured data existed)", PostHocLabel, joinInts(v.PostHocAmendments))
+	}
+	s.p("%s %q: primary metric %s; baseline arm %s, candidate arm %s, drift-control arm %s; primary cells %s need a gain of at least %s; protected cells %s may regress by at most %s; %d matched repetition(s) per cell; criterion %q; drift bound %s (%s). Any failed request in a compared arm or in the drift-control arm, and any block that fails a validity check, makes the comparison ineligible.",
+		kind, ru.Name, ru.PrimaryMetric, ru.BaselineArm, ru.CandidateArm, orText(v.DriftArm, "(none)"), strings.Join(ru.PrimaryCells, ", "), pct(ru.MinGain),
 		orNone(ru.ProtectedCells), pct(ru.MaxProtectedRegression), ru.MatchedRepetitions, ru.Criterion, pct(v.MaxDrift), v.MaxDriftBasis)
 	s.p("Per repetition, gain = candidate / baseline − 1 when higher is better and 1 − candidate / baseline when lower is better, the baseline being the mean of the incumbent before and after. The effect is the mean gain; its 95%% interval is Student's t over the per-repetition gains (bootstrap over blocks when at least %d are skewed beyond %g). Both criteria are shown so a reader can redo either.", stats.BootstrapMinN, stats.SkewLimit)
 	t := &table{head: []string{"Role", "Cell", "Repetitions: baseline vs candidate → gain", "Mean gain", "95% interval", "Criterion", "Point would hold", "Interval would hold", "Decided by", "Holds"}}
@@ -517,8 +521,19 @@ func (r *Report) amendmentsSection(d *document) {
 		s.p("None: the plan ran as frozen (plan sha256 %s).", r.Summary.PlanSHA256)
 		return
 	}
-	t := &table{head: []string{"#", "Time (UTC)", "Reason", "Diff summary", "Affected"}}
+	t := &table{head: []string{"#", "Time (UTC)", "Class", "Reason", "Diff summary", "Affected"}}
+	var posthoc []string
 	for _, a := range r.ev.amendments {
+		if a.review != nil && a.review.PostHoc() {
+			var what []string
+			for _, c := range a.review.Review.Of(engine.ClassPostHoc) {
+				what = append(what, c.Line())
+			}
+			if len(what) == 0 {
+				what = append(what, "it was recorded with --post-hoc")
+			}
+			posthoc = append(posthoc, fmt.Sprintf("Amendment %d is %s: %s.", a.Number, PostHocLabel, strings.Join(what, "; ")))
+		}
 		var aff []string
 		for _, c := range a.Diff.Campaign {
 			aff = append(aff, fmt.Sprintf("campaign.%s: %s → %s", c.Path, orAbsent(c.Old), orAbsent(c.New)))
@@ -526,10 +541,15 @@ func (r *Report) amendmentsSection(d *document) {
 		for _, c := range a.Diff.Changes {
 			aff = append(aff, c.Kind+" "+c.Addr)
 		}
-		t.rows = append(t.rows, []string{fmt.Sprint(a.Number), a.Time, a.Reason, a.Summary, orDash(strings.Join(aff, "; "))})
+		t.rows = append(t.rows, []string{fmt.Sprint(a.Number), a.Time, a.class(), a.Reason, a.Summary, orDash(strings.Join(aff, "; "))})
 	}
 	s.tab(t)
-	s.p("Amendments are prospective: each was recorded only while every step it changes had not started. The effective plan hash is %s.", r.Summary.EffectivePlan)
+	if len(posthoc) == 0 {
+		s.p("Every amendment is prospective: none changes a step that had started, and none changes what shapes the analysis (the decision rule, the outage, the frozen inputs, a matrix's blocks) after a measured block it affects had started; the journal shows this for each. The effective plan hash is %s.", r.Summary.EffectivePlan)
+		return
+	}
+	s.list(posthoc)
+	s.p("A post-hoc amendment was made after the data it shapes existed: every verdict it touches is labelled %q and cannot promote. The class of each amendment is redone from the journal, whatever its record says. The effective plan hash is %s.", PostHocLabel, r.Summary.EffectivePlan)
 }
 
 func orAbsent(s string) string {

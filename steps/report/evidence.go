@@ -67,26 +67,28 @@ type decisionRule struct {
 // evidence is everything read from a state directory before the records are
 // streamed.
 type evidence struct {
-	dir         string
-	plan        planDoc
-	planSHA256  string // frozen plan hash (plan/plan.sha256 via the journal)
-	effSHA256   string // effective plan hash, after amendments
-	amendments  []amendment
-	records     []engine.Record
-	chainErr    error
-	final       map[string]*engine.Record  // last settling step_end per step
-	starts      map[string]int             // attempts started per step
-	startRecs   map[string][]engine.Record // step_start records per step, in journal order
-	ends        map[string]*engine.Record  // step_end per step#attempt
-	manifestSHA string
-	manifestN   int
-	blocks      []*blockRef // every block step instance, in plan order
-	cells       []*cellRef
-	ended       *engine.Record
-	outage      []engine.Record          // outage_begin / outage_end records
-	startTime   map[string]engine.Record // step_start of the settling attempt
-	problems    []string                 // integrity problems met while reading
-	gpuSamples  []gpuSample
+	dir        string
+	plan       planDoc
+	planSHA256 string // frozen plan hash (plan/plan.sha256 via the journal)
+	effSHA256  string // effective plan hash, after amendments
+	amendments []amendment
+	// unclassified is why the amendments could not be re-classified, if so.
+	unclassified error
+	records      []engine.Record
+	chainErr     error
+	final        map[string]*engine.Record  // last settling step_end per step
+	starts       map[string]int             // attempts started per step
+	startRecs    map[string][]engine.Record // step_start records per step, in journal order
+	ends         map[string]*engine.Record  // step_end per step#attempt
+	manifestSHA  string
+	manifestN    int
+	blocks       []*blockRef // every block step instance, in plan order
+	cells        []*cellRef
+	ended        *engine.Record
+	outage       []engine.Record          // outage_begin / outage_end records
+	startTime    map[string]engine.Record // step_start of the settling attempt
+	problems     []string                 // integrity problems met while reading
+	gpuSamples   []gpuSample
 }
 
 type amendment struct {
@@ -98,6 +100,8 @@ type amendment struct {
 	Diff    plans.Diff
 	Path    string
 	SHA256  string
+	// review is the amendment's classification, redone from the journal.
+	review *engine.RecordedReview
 }
 
 // blockRef is one block step instance of the plan and what the journal says about it.
@@ -239,6 +243,18 @@ func loadEvidence(dir string) (*evidence, error) {
 		}
 		if json.Unmarshal(b, &doc) == nil {
 			a.Diff = doc.Diff
+		}
+	}
+	if revs, err := engine.ReviewRecorded(dir, recs); err != nil {
+		ev.unclassified = err
+		ev.problems = append(ev.problems, fmt.Sprintf("the amendments cannot be classified: %v", err))
+	} else {
+		for i := range revs {
+			for j := range ev.amendments {
+				if ev.amendments[j].Number == revs[i].Number {
+					ev.amendments[j].review = &revs[i]
+				}
+			}
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, engine.ManifestFile)); err == nil {

@@ -31,10 +31,12 @@ type PowerEstimate struct {
 	// Resolvable is false when some compared cell's MDE exceeds the effect the rule
 	// must resolve there, or cannot be estimated.
 	Resolvable bool `json:"resolvable"`
-	// CandidateStarted says whether any candidate block has started: before it, the
-	// rule can still be amended prospectively.
-	CandidateStarted bool   `json:"candidate_traffic_started"`
-	Flag             string `json:"flag,omitempty"`
+	// CandidateStarted says whether any candidate block has started.
+	CandidateStarted bool `json:"candidate_traffic_started"`
+	// RuleLockedBy is the first measured block the rule judges that has started:
+	// from then on a change of the rule is post-hoc (engine semantics 10).
+	RuleLockedBy string `json:"rule_locked_by,omitempty"`
+	Flag         string `json:"flag,omitempty"`
 }
 
 // PowerCell is the estimate at one compared concurrency.
@@ -80,6 +82,9 @@ func (ev *evidence) power() *PowerEstimate {
 			p.CandidateStarted = p.CandidateStarted || b.Attempts > 0
 		}
 	}
+	if blk, _, err := engine.DecisionLock(ev.dir, ev.records); err == nil {
+		p.RuleLockedBy = blk
+	}
 	tgt := ev.armTarget(rule.BaselineArm)
 	add := func(role, sel string, resolve float64) {
 		var conc int
@@ -118,9 +123,9 @@ func (ev *evidence) power() *PowerEstimate {
 		add("protected", sel, rule.MaxProtectedRegression)
 	}
 	if !p.Resolvable {
-		when := "no candidate block has started, so the rule can still be amended prospectively (rigor plan diff --record)"
-		if p.CandidateStarted {
-			when = "candidate traffic has started, so an amendment now is post hoc and can never promote"
+		when := "no measured block the rule judges has started, so the rule can still be amended prospectively (rigor plan diff --record)"
+		if p.RuleLockedBy != "" {
+			when = p.RuleLockedBy + ", a measured block the rule judges, has started, so an amendment of the rule now is post-hoc and can never promote"
 		}
 		p.Flag = fmt.Sprintf("the rule cannot be resolved with %d matched repetition(s) at every compared cell; %s", p.Repetitions, when)
 	}

@@ -251,8 +251,14 @@ func TestAmendmentIsListed(t *testing.T) {
 	if r.Summary.Promotion.Rule.MinGain != 0.03 {
 		t.Errorf("the verdict must use the amended rule, got min_gain %v", r.Summary.Promotion.Rule.MinGain)
 	}
+	// The state is the attack of issue 10: the rule was lowered after the campaign
+	// completed, by a rigor that did not classify amendments yet. The journal still
+	// shows it post-hoc, and the verdict says so.
+	if v := r.Summary.Promotion; !v.PostHoc || v.Promoted || !strings.HasPrefix(v.Verdict, "not promoted: post-hoc, not pre-registered (amendment 1 changed campaign.decision.min_gain after ") {
+		t.Errorf("the amended rule must be labelled post-hoc: %+v", v)
+	}
 	md := string(r.document(nil).markdown())
-	for _, want := range []string{"lower the minimum gain to 3% after review", "campaign.decision.min_gain: 0.05 → 0.03", "1 campaign setting(s) changed"} {
+	for _, want := range []string{"lower the minimum gain to 3% after review", "campaign.decision.min_gain: 0.05 → 0.03", "1 campaign setting(s) changed", "| post-hoc, not pre-registered |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("amendments section lacks %q", want)
 		}
