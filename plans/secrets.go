@@ -216,5 +216,3 @@ func traversalText(tr hcl.Traversal) string {
 	}
 	return b.String()
 }
-
-
