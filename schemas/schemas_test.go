@@ -31,3 +31,22 @@ func TestJournalRecordSchema(t *testing.T) {
 		t.Errorf("unknown schema error should list the schemas: %v", err)
 	}
 }
+
+func TestOverlapSchema(t *testing.T) {
+	good := `{"block":"block.primary[\"flare_instrumented/c4/r2\"]","block_window":{"start":"2026-10-22T03:00:00.5Z","end":"2026-10-22T03:02:00Z"},` +
+		`"capture_window":{"start":"2026-10-22T03:00:10.123456789Z","end":"2026-10-22T03:00:11.123456789Z"},"overlapped":true,"declared":"after 8 completed requests"}`
+	if err := Validate("overlap", []byte(good)); err != nil {
+		t.Fatalf("valid overlap rejected: %v", err)
+	}
+	cases := map[string]string{
+		"no block":           strings.Replace(good, `"block":"block.primary[\"flare_instrumented/c4/r2\"]",`, "", 1),
+		"local time":         strings.Replace(good, "03:00:00.5Z", "03:00:00.5+02:00", 1),
+		"window without end": strings.Replace(good, `,"end":"2026-10-22T03:02:00Z"`, "", 1),
+		"overlapped as text": strings.Replace(good, `"overlapped":true`, `"overlapped":"yes"`, 1),
+	}
+	for name, doc := range cases {
+		if err := Validate("overlap", []byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
