@@ -35,12 +35,13 @@ import (
 //     profile's TPOT at the running batch times traceTokensPerStep, the mean
 //     tokens a lane keeps per step. For the flare profile at C4 that is 22.73 ms:
 //     seed 002's median host wall interval (44 samples in a 1 s capture).
-//   - Host overhead (selection to commit, commit to launch, last rank end to the
-//     completion observation) is about 46 µs, so the max-rank GPU interval is
-//     about 22.68 ms there (seed 002: 22.683 ms). Every frame carries a common
-//     ±2% jitter (both ranks stall together), and each rank its own
-//     normal(0, 5 µs) deviation: the median rank spread is about 4.8 µs (seed
-//     002: 4.736 µs).
+//   - Host overhead inside the host wall interval (selection to commit, commit to
+//     launch, the second rank's later start, last rank end to the completion
+//     observation) is 46 µs, so the max-rank GPU interval is about 22.68 ms there
+//     (seed 002: 22.683 ms). Every frame carries a common ±2% jitter (both ranks
+//     stall together), and each rank its own normal(0, 5 µs) deviation: the
+//     median rank spread is about 4.8 µs (seed 002: 4.736 µs).
+//   - The next frame is selected 4 µs after the previous one is observed complete.
 //   - A frame that admits a new lane is a "mixed" graph (shape BxD+p2048, a prefill
 //     chunk beside the decode lanes, 1.35× the GPU time). The scheduler selects it
 //     while the previous frame is still outstanding, so it is queued; its ranks
@@ -49,10 +50,11 @@ import (
 //     frame refreshes its graph's cost (max-rank GPU time when the frame was
 //     queued, otherwise max(max-rank GPU time, host wall), as the cost estimator
 //     measures it; that is also the sample's source_equivalent_cost_ns). A
-//     selection uses its graph's last observation: refresh origin "completion",
-//     fresh when it is at most 100 ms old. A graph that no frame has completed yet
-//     uses its capture-time estimate: refresh origin "estimate", freshness
-//     "unobserved", prior_observation_present false.
+//     selection uses its graph's latest observation made before it (a queued
+//     frame is selected before the frame ahead of it is observed): refresh origin
+//     "completion", fresh when it is at most 100 ms old. A graph that no frame has
+//     completed yet uses its capture-time estimate: refresh origin "estimate",
+//     freshness "unobserved", prior_observation_present false.
 //   - Graph indices are the server's: a graph keeps its index across captures, and a
 //     capture's graph table lists the graphs its samples use.
 //   - Random draws come from a generator seeded with Config.Seed and the capture's
@@ -79,12 +81,13 @@ const (
 	traceMixedStretch  = 1.35 // GPU time of a mixed frame relative to a decode frame
 	traceQueuedLead    = 0.3  // a queued frame is selected this share of a frame early
 	// Host overheads and the per-rank deviation, model time.
-	traceSelectToCommit = 12 * time.Microsecond
-	traceCommitToLaunch = 10 * time.Microsecond
-	traceRankStagger    = 2 * time.Microsecond // rank r starts r × this after launch
-	traceObserveDelay   = 22 * time.Microsecond
-	traceRankSigma      = 5 * time.Microsecond
-	traceFreshFor       = 100 * time.Millisecond
+	traceSelectToCommit  = 12 * time.Microsecond
+	traceCommitToLaunch  = 10 * time.Microsecond
+	traceRankStagger     = 2 * time.Microsecond  // rank r starts r × this after launch
+	traceObserveDelay    = 22 * time.Microsecond // last rank end to the completion observation
+	traceObserveToSelect = 4 * time.Microsecond  // a completion observation to the next selection
+	traceRankSigma       = 5 * time.Microsecond
+	traceFreshFor        = 100 * time.Millisecond
 )
 
 // Refresh origins and freshness of a retained observation.
@@ -107,7 +110,7 @@ type traceMemory struct {
 	mu       sync.Mutex
 	captures uint64
 	graphs   map[string]TraceGraph
-	retained map[int]retainedCost
+	retained map[int][]retainedCost // the last two observations per graph, oldest first
 }
 
 type retainedCost struct {
@@ -117,7 +120,7 @@ type retainedCost struct {
 var traceMemories sync.Map // *Server -> *traceMemory
 
 func (s *Server) traceMemory() *traceMemory {
-	v, _ := traceMemories.LoadOrStore(s, &traceMemory{graphs: map[string]TraceGraph{}, retained: map[int]retainedCost{}})
+	v, _ := traceMemories.LoadOrStore(s, &traceMemory{graphs: map[string]TraceGraph{}, retained: map[int][]retainedCost{}})
 	return v.(*traceMemory)
 }
 
@@ -378,9 +381,9 @@ func (t *tracer) frame(admitted bool, lanes int) *TraceSample {
 		gpu *= traceMixedStretch
 		queued = true // selected while the previous frame is outstanding
 	}
-	selected := t.next
+	selected := t.next + t.model(traceObserveToSelect)
 	if queued {
-		selected -= int64(gpu * traceQueuedLead)
+		selected = t.next - int64(gpu*traceQueuedLead)
 	}
 	committed := selected + t.model(traceSelectToCommit)
 	launch := committed + t.model(traceCommitToLaunch)
@@ -408,8 +411,16 @@ func (t *tracer) frame(admitted bool, lanes int) *TraceSample {
 	if !queued {
 		s.SourceEquivalentCostNS = max(maxRank, s.HostWallNS)
 	}
+	// A selection can only use an observation already made: a queued frame is
+	// selected before the frame ahead of it is observed complete.
+	var prior retainedCost
+	ok := false
 	t.mem.mu.Lock()
-	prior, ok := t.mem.retained[g.Index]
+	for _, o := range t.mem.retained[g.Index] {
+		if o.observedNS <= selected {
+			prior, ok = o, true
+		}
+	}
 	t.mem.mu.Unlock()
 	if ok {
 		s.RetainedNS = prior.costNS
@@ -436,7 +447,8 @@ func (t *tracer) emit(s *TraceSample) {
 	s.Seq = t.seq
 	t.seq++
 	t.mem.mu.Lock()
-	t.mem.retained[s.Graph] = retainedCost{costNS: s.SourceEquivalentCostNS, observedNS: s.CompletionObservedAtNS}
+	obs := append(t.mem.retained[s.Graph], retainedCost{costNS: s.SourceEquivalentCostNS, observedNS: s.CompletionObservedAtNS})
+	t.mem.retained[s.Graph] = obs[max(0, len(obs)-2):]
 	t.mem.mu.Unlock()
 	t.prevEnd = t.prevEnd[:0]
 	for _, r := range s.Ranks {

@@ -192,7 +192,7 @@ func TestSchedulerTraceRetainedCosts(t *testing.T) {
 		t.Errorf("capture incarnation %+v, server %s: the capture names the runtime's incarnation", first.Incarnation, rn.Server().Config().Incarnation)
 	}
 	shapes := map[int]string{}
-	last := map[int]TraceSample{} // graph -> last completed frame, across both captures
+	done := map[int][]TraceSample{} // graph -> its completed frames, across both captures
 	estimates, completions, stale := 0, 0, 0
 	for ci, c := range []*TraceCapture{first, second} {
 		for _, s := range c.Samples {
@@ -209,21 +209,27 @@ func TestSchedulerTraceRetainedCosts(t *testing.T) {
 			if s.SourceEquivalentCostNS != want || s.HostWallNS != s.CompletionObservedAtNS-s.SelectedAtNS {
 				t.Fatalf("capture %d sample %d: source-equivalent cost %d, host wall %d; want %d and %d", ci, s.Seq, s.SourceEquivalentCostNS, s.HostWallNS, want, s.CompletionObservedAtNS-s.SelectedAtNS)
 			}
-			prev, seen := last[s.Graph]
+			// The latest frame of this graph observed complete before the selection.
+			var prev *TraceSample
+			for i := range done[s.Graph] {
+				if f := &done[s.Graph][i]; f.CompletionObservedAtNS <= s.SelectedAtNS {
+					prev = f
+				}
+			}
 			switch {
 			case s.Selection.RefreshOrigin == TraceOriginEstimate:
 				estimates++
 				if s.PriorObservationPresent || s.Selection.Freshness != TraceUnobserved {
 					t.Errorf("an estimate with a prior observation: %+v", s)
 				}
-				if seen {
+				if prev != nil {
 					t.Errorf("sample %d: graph %d completed a frame before, yet the selection used an estimate", s.Seq, s.Graph)
 				}
-			case seen:
+			case prev != nil:
 				completions++
 				if !s.PriorObservationPresent || s.RetainedNS != prev.SourceEquivalentCostNS || s.Selection.ObservedAtNS != prev.CompletionObservedAtNS ||
-					s.PriorObservationAgeNS != s.SelectedAtNS-prev.CompletionObservedAtNS {
-					t.Errorf("sample %d: retained %d observed at %d (age %d); the graph's last frame measured %d, observed at %d",
+					s.PriorObservationAgeNS != s.SelectedAtNS-prev.CompletionObservedAtNS || s.PriorObservationAgeNS <= 0 {
+					t.Errorf("sample %d: retained %d observed at %d (age %d); the graph's last frame before it measured %d, observed at %d",
 						s.Seq, s.RetainedNS, s.Selection.ObservedAtNS, s.PriorObservationAgeNS, prev.SourceEquivalentCostNS, prev.CompletionObservedAtNS)
 				}
 				fresh := s.PriorObservationAgeNS <= int64(float64(traceFreshFor)*0.05)
@@ -233,8 +239,10 @@ func TestSchedulerTraceRetainedCosts(t *testing.T) {
 				if !fresh {
 					stale++
 				}
+			default:
+				t.Errorf("sample %d: origin %s with no earlier frame of graph %d", s.Seq, s.Selection.RefreshOrigin, s.Graph)
 			}
-			last[s.Graph] = s
+			done[s.Graph] = append(done[s.Graph], s)
 		}
 	}
 	if estimates == 0 || completions == 0 {
