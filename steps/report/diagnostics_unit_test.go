@@ -1,0 +1,231 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps/internal/sim"
+	"github.com/rigor-bench/rigor/steps/nsys"
+	"github.com/rigor-bench/rigor/steps/nsys/nsystest"
+	"github.com/rigor-bench/rigor/steps/trace"
+)
+
+func overlapDoc(block, blockStart, blockEnd, capStart, capEnd string, overlapped bool) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"block": block, "block_window": map[string]string{"start": blockStart, "end": blockEnd},
+		"capture_window": map[string]string{"start": capStart, "end": capEnd}, "overlapped": overlapped, "declared": "after 8 completed requests",
+	})
+	return b
+}
+
+func TestParseOverlap(t *testing.T) {
+	const b0, b1 = "2026-10-22T03:00:00Z", "2026-10-22T03:02:00Z"
+	cases := map[string]struct {
+		doc        []byte
+		consistent bool
+		overlapS   float64
+		note, err  string
+	}{
+		"inside the block": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:00:10Z", "2026-10-22T03:00:11Z", true),
+			consistent: true, overlapS: 1, note: "ran during block.x: 1.000 s of the block's 120.000 s request window (0.83%)"},
+		"starts before the block": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T02:59:59.5Z", "2026-10-22T03:00:00.5Z", true),
+			consistent: true, overlapS: 0.5, note: "0.500 s of the block's"},
+		"ended before the block, said so": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T02:59:00Z", "2026-10-22T02:59:01Z", false),
+			consistent: true, note: "did not overlap block.x: not a capture under load"},
+		"claims an overlap its windows deny": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:02:01Z", "2026-10-22T03:02:02Z", true),
+			note: "says it overlapped block.x, but its windows do not intersect"},
+		"denies an overlap its windows show": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:01:00Z", "2026-10-22T03:01:01Z", false),
+			overlapS: 1, note: "says it did not overlap block.x, but its windows intersect for 1.000 s"},
+		"window backwards": {doc: overlapDoc("block.x", b1, b0, b0, b1, true), err: "ends before it starts"},
+		"local time":       {doc: overlapDoc("block.x", "2026-10-22T03:00:00+02:00", b1, b0, b1, true), err: "overlap"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o, err := parseOverlap(tc.doc)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Consistent != tc.consistent || o.OverlapS != tc.overlapS || !strings.Contains(o.Note, tc.note) || !o.Recorded || o.Declared == "" {
+				t.Errorf("%+v; want consistent %v, overlap %g s, note containing %q", o, tc.consistent, tc.overlapS, tc.note)
+			}
+		})
+	}
+}
+
+// captureDoc is a minimal complete capture of n unqueued samples on two ranks.
+func captureDoc(t *testing.T, incarnation string, n int) *trace.Capture {
+	t.Helper()
+	c := sim.TraceCapture{Format: sim.TraceFormat, RequestedDurationNS: 1e9, Ranks: []int{0, 1}, Capacity: 64, Samples: []sim.TraceSample{}}
+	c.Incarnation.Before, c.Incarnation.After = incarnation, incarnation
+	c.Clock.Before = sim.TraceAnchor{MonoNS: 0, UTC: "2026-10-22T03:00:00Z"}
+	c.Clock.After = sim.TraceAnchor{MonoNS: 2e9, UTC: "2026-10-22T03:00:02Z"}
+	c.Window.StartNS, c.Window.EndNS = 1, 1e9
+	c.Graphs = []sim.TraceGraph{{Index: 0, Kind: "speculative", Shape: "4x3", BatchCapacity: 4, TokenCapacity: 16}}
+	for i := range n {
+		at := int64(i) * 1e6
+		c.Samples = append(c.Samples, sim.TraceSample{Seq: i, ScheduledLanes: 4, Requests: []sim.TraceSlot{}, SelectedAtNS: at, CommittedAtNS: at + 10, CompletionObservedAtNS: at + 900,
+			HostWallNS: 900, RetainedNS: 800, SourceEquivalentCostNS: 900, PriorObservationAgeNS: 100, Selection: sim.TraceSelection{ObservedAtNS: at - 100, Freshness: "fresh", RefreshOrigin: "completion"}, PriorObservationPresent: true,
+			Ranks: []sim.TraceRankWindow{{Rank: 0, StartNS: at + 20, EndNS: at + 820}, {Rank: 1, StartNS: at + 22, EndNS: at + 830}}})
+	}
+	raw, _ := json.Marshal(c)
+	p, err := trace.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The pooled incarnation of a target: the most complete captures, then the most
+// samples, then the earliest; incomplete captures never count.
+func TestPoolOneIncarnation(t *testing.T) {
+	type in struct {
+		inc       string
+		samples   int
+		notPooled string
+	}
+	cases := map[string]struct {
+		rows     []in
+		want     string
+		excluded [2]int // captures, samples
+	}{
+		"most captures":                   {[]in{{"A", 5, ""}, {"B", 50, ""}, {"A", 5, ""}}, "A", [2]int{1, 50}},
+		"tie on captures: most samples":   {[]in{{"A", 5, ""}, {"B", 50, ""}}, "B", [2]int{1, 5}},
+		"tie on both: the earliest":       {[]in{{"B", 5, ""}, {"A", 5, ""}}, "B", [2]int{1, 5}},
+		"incomplete captures never count": {[]in{{"A", 5, ""}, {"B", 5, "incomplete capture"}, {"B", 5, "incomplete capture"}}, "A", [2]int{0, 0}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var rows []TraceCaptureRow
+			for i, r := range tc.rows {
+				rows = append(rows, TraceCaptureRow{Step: "trace.t", Attempt: i + 1, Target: "flare", Incarnation: r.inc, Samples: r.samples, NotPooled: r.notPooled, capture: captureDoc(t, r.inc, r.samples)})
+			}
+			pools := poolTraces(rows)
+			if len(pools) != 1 {
+				t.Fatalf("%d pools", len(pools))
+			}
+			p := pools[0]
+			if p.Incarnation != tc.want || p.ExcludedCaptures != tc.excluded[0] || p.ExcludedSamples != tc.excluded[1] {
+				t.Errorf("pooled %s, excluded %d captures / %d samples; want %s, %v", p.Incarnation, p.ExcludedCaptures, p.ExcludedSamples, tc.want, tc.excluded)
+			}
+			pooled := 0
+			for _, r := range rows {
+				if r.Pooled {
+					pooled += r.Samples
+					if r.Incarnation != tc.want {
+						t.Errorf("a capture of %s was pooled with %s", r.Incarnation, tc.want)
+					}
+				}
+			}
+			if p.Analysis.Samples != pooled {
+				t.Errorf("analysis over %d samples, pooled captures hold %d", p.Analysis.Samples, pooled)
+			}
+		})
+	}
+}
+
+// A capture file the journal does not list, or lists with another hash, is an
+// integrity problem; it is still read.
+func TestCaptureFilesCheckedAgainstJournal(t *testing.T) {
+	dir := t.TempDir()
+	att := "attempts/trace.t/1"
+	if err := os.MkdirAll(filepath.Join(dir, att), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, att, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("raw.json", "{}")
+	write("overlap.json", "{}")
+	write("validation.json", "{}")
+	end := &engine.Record{Artefacts: []engine.Artefact{
+		{Path: att + "/raw.json", SHA256: plans.SHA256Hex([]byte("{}"))},
+		{Path: att + "/validation.json", SHA256: plans.SHA256Hex([]byte("other"))},
+	}}
+	ev := &evidence{dir: dir}
+	c := captureAttempt{addr: "trace.t", n: 1, dir: att, end: end}
+	for _, name := range []string{"raw.json", "overlap.json", "validation.json"} {
+		if _, _, ok := ev.readAttemptFile(c, name); !ok {
+			t.Fatalf("%s not read", name)
+		}
+	}
+	if _, _, ok := ev.readAttemptFile(c, "absent.json"); ok {
+		t.Error("an absent file read")
+	}
+	want := []string{
+		att + "/overlap.json: not among the artefacts the journal recorded for trace.t attempt 1 (sha256 " + plans.SHA256Hex([]byte("{}")) + ")",
+		att + "/validation.json: sha256 " + plans.SHA256Hex([]byte("{}")) + ", journal recorded " + plans.SHA256Hex([]byte("other")),
+	}
+	if d := cmp.Diff(want, ev.problems); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+}
+
+// TestDiagnosticsSectionGolden renders a diagnostics section built from fixed
+// inputs (hand-made captures, a built SQLite export, a fixed overlap) and compares
+// it with testdata/golden/diagnostics.section.md.
+func TestDiagnosticsSectionGolden(t *testing.T) {
+	a, b := captureDoc(t, "inc-A", 3), captureDoc(t, "inc-B", 2)
+	wa, wb := a.Window(), b.Window()
+	rows := []TraceCaptureRow{
+		{Step: "trace.under_load", Attempt: 1, Status: "succeeded", Target: "flare", Incarnation: "inc-A", Complete: true, Samples: 3, Window: &wa, Overlap: Overlap{Note: OverlapNotRecorded}, capture: a},
+		{Step: "trace.short", Attempt: 1, Status: "failed", Class: "instrumentation_incomplete", Message: "trace capture incomplete: dropped: 3 samples were dropped", Target: "flare", Incarnation: "inc-A", Samples: 3, Dropped: 3, Window: &wa, Overlap: Overlap{Note: OverlapNotRecorded}, NotPooled: "incomplete capture"},
+		{Step: "trace.after_restart", Attempt: 1, Status: "succeeded", Target: "flare", Incarnation: "inc-B", Complete: true, Samples: 2, Window: &wb, Overlap: Overlap{Note: OverlapNotRecorded}, capture: b},
+	}
+	pools := poolTraces(rows)
+	sqlite := filepath.Join(t.TempDir(), "profile.sqlite")
+	if err := nsystest.Write(sqlite, nsysFixture()); err != nil {
+		t.Fatal(err)
+	}
+	mods, _ := nsys.CompileModules(map[string][]string{"moe": {"W4A16FusedMoe"}, "nccl": {"^nccl"}})
+	an, err := nsys.Analyze(sqlite, nsys.Mapping{Modules: mods, RankDevices: []int{0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov, err := parseOverlap(overlapDoc(`block.primary["flare_instrumented/c4/r2"]`, "2026-10-22T03:00:00Z", "2026-10-22T03:02:00Z", "2026-10-22T03:00:30Z", "2026-10-22T03:00:50Z", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, within := 0.02, true
+	dg := &Diagnostics{TraceCaptures: rows, TraceAnalyses: pools, TraceGaps: trace.Gaps, NsightCaveats: NsightCaveats,
+		NsightCaptures: []NsightCapture{
+			{Step: "nsys.timeline", Attempt: 1, Status: "succeeded", Target: "flare_instrumented", StepWindow: &UTCWindow{"2026-10-22T03:00:30Z", "2026-10-22T03:00:50Z"},
+				SQLite: &ArtefactRef{Path: "attempts/nsys.timeline/1/profile.sqlite", SHA256: strings.Repeat("ab", 32)}, Analysis: an,
+				ToolWarnings: []string{"nsys-profile stderr: WARNING: CPU context switch tracing not supported, disabling."}, Overlap: ov,
+				Control: `block.primary["flare_instrumented/c4/r1"]`,
+				Overhead: &Overhead{Profiled: `block.primary["flare_instrumented/c4/r2"]`, Control: `block.primary["flare_instrumented/c4/r1"]`, SameArm: true, SameConcurrency: true, SameCorpus: true, Adjacent: true,
+					NoiseBlocks: []string{`block.primary["flare_instrumented/c4/r1"]`, `block.primary["flare_instrumented/c4/r3"]`}, Caveat: ObserverCaveat,
+					Metrics: []OverheadMetric{{Metric: "aggregate output tok/s", Profiled: 144.1, Control: 145.9, Difference: 144.1/145.9 - 1, NoiseRange: &r1, WithinNoise: &within},
+						{Metric: "TPOT p50 ms", Profiled: 14.2, Control: 14.0, Difference: 14.2/14.0 - 1}}}},
+			{Step: "nsys.idle", Attempt: 1, Status: "failed", Class: "tool_missing", Message: "Nsight Systems (\"nsys\") is not on PATH", ToolWarnings: []string{}, Overlap: Overlap{Note: OverlapNotRecorded},
+				OverheadNote: "no control block named (control = step.block.X on the nsys step)"},
+		}}
+	// The section's model is valid summary.json: put it in a checked-in state's summary.
+	withDiag := build(t, "clean")
+	withDiag.Summary.Diagnostics = dg
+	if _, err := withDiag.SummaryJSON(); err != nil {
+		t.Fatal(err)
+	}
+	r := &Report{Summary: Summary{Diagnostics: dg}}
+	d := &document{title: "diagnostics section"}
+	r.diagnosticsSection(d)
+	golden(t, filepath.Join("testdata", "golden", "diagnostics.section.md"), d.markdown())
+	for _, want := range []string{"rank times are never summed", "overlapping, not a critical path", ObserverCaveat, "Excluded: 1 capture(s) of another incarnation with 2 samples (inc-B)"} {
+		if !strings.Contains(string(d.markdown()), want) {
+			t.Errorf("section lacks %q", want)
+		}
+	}
+}
