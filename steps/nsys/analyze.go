@@ -413,7 +413,7 @@ func (a *Analysis) warnings(db *sql.DB, has func(string) bool) error {
 			return err
 		})
 	}
-	return each(db, `SELECT severity, text FROM DIAGNOSTIC_EVENT WHERE severity > 1 ORDER BY timestamp`, func(r *sql.Rows) error {
+	return each(db, `SELECT severity, text FROM DIAGNOSTIC_EVENT WHERE severity > 1 ORDER BY timestamp, rowid`, func(r *sql.Rows) error {
 		var sev int64
 		var text string
 		if err := r.Scan(&sev, &text); err != nil {
