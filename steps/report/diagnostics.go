@@ -35,8 +35,9 @@ import (
 //   - The observer-overhead comparison of an Nsight capture needs both blocks: the
 //     profiled one (overlap.json's block, when the windows overlap) and the control
 //     the nsys step names (capture.json "control"). The difference is shown against
-//     the block-to-block range of the unprofiled blocks of the same arm,
-//     concurrency, corpus and container incarnation as the control.
+//     the block-to-block range of the unprofiled blocks (no capture's overlap.json
+//     names them) of the same arm, concurrency, corpus and container incarnation as
+//     the control.
 
 // OverlapNotRecorded is what a capture without overlap.json says.
 const OverlapNotRecorded = "overlap not recorded"
@@ -105,14 +106,17 @@ type TraceCaptureRow struct {
 
 // TracePool is the pooled analysis of one target's captures of one incarnation.
 type TracePool struct {
-	Target               string         `json:"target"`
-	Incarnation          string         `json:"incarnation"`
-	Basis                string         `json:"incarnation_basis"`
-	Captures             []string       `json:"captures"`
-	ExcludedCaptures     int            `json:"excluded_captures"`
-	ExcludedSamples      int            `json:"excluded_samples"`
-	ExcludedIncarnations []string       `json:"excluded_incarnations"`
-	Analysis             trace.Analysis `json:"analysis"`
+	Target               string   `json:"target"`
+	Incarnation          string   `json:"incarnation"`
+	Basis                string   `json:"incarnation_basis"`
+	Captures             []string `json:"captures"`
+	ExcludedCaptures     int      `json:"excluded_captures"`
+	ExcludedSamples      int      `json:"excluded_samples"`
+	ExcludedIncarnations []string `json:"excluded_incarnations"`
+	// Overlapping names pooled captures whose windows overlap: their samples may be
+	// the same frames twice.
+	Overlapping []string       `json:"overlapping_captures"`
+	Analysis    trace.Analysis `json:"analysis"`
 }
 
 // NsightCapture is one attempt of an nsys step.
@@ -311,6 +315,22 @@ func (ev *evidence) diagnostics() *Diagnostics {
 	for _, c := range nsight {
 		d.NsightCaptures = append(d.NsightCaptures, ev.nsightCapture(c))
 	}
+	// A block any capture ran during was observed: it is never an unprofiled block.
+	observed := map[string]bool{}
+	for _, c := range d.TraceCaptures {
+		if c.Overlap.Recorded && c.Overlap.Overlapped {
+			observed[c.Overlap.Block] = true
+		}
+	}
+	for _, c := range d.NsightCaptures {
+		if c.Overlap.Recorded && c.Overlap.Overlapped {
+			observed[c.Overlap.Block] = true
+		}
+	}
+	for i := range d.NsightCaptures {
+		c := &d.NsightCaptures[i]
+		c.Overhead, c.OverheadNote = ev.overhead(*c, observed)
+	}
 	return d
 }
 
@@ -385,7 +405,7 @@ func poolTraces(rows []TraceCaptureRow) []TracePool {
 			}
 			return b.first - a.first // the earlier wins
 		})
-		pool := TracePool{Target: tg, Incarnation: ref.name, Captures: []string{}, ExcludedIncarnations: []string{},
+		pool := TracePool{Target: tg, Incarnation: ref.name, Captures: []string{}, ExcludedIncarnations: []string{}, Overlapping: []string{},
 			Basis: "the incarnation with the most complete captures (then the most samples, then the earliest); records of another incarnation are never pooled with it"}
 		var caps []*trace.Capture
 		for i := range rows {
@@ -403,7 +423,13 @@ func poolTraces(rows []TraceCaptureRow) []TracePool {
 				continue
 			}
 			r.Pooled = true
-			pool.Captures = append(pool.Captures, fmt.Sprintf("%s attempt %d", r.Step, r.Attempt))
+			name := fmt.Sprintf("%s attempt %d", r.Step, r.Attempt)
+			for j, c := range caps {
+				if c.Overlaps(r.capture) {
+					pool.Overlapping = append(pool.Overlapping, pool.Captures[j]+" and "+name)
+				}
+			}
+			pool.Captures = append(pool.Captures, name)
 			caps = append(caps, r.capture)
 		}
 		pool.Analysis = trace.Analyze(caps)
@@ -449,13 +475,15 @@ func (ev *evidence) nsightCapture(c captureAttempt) NsightCapture {
 			}
 		}
 	}
-	row.Overhead, row.OverheadNote = ev.overhead(row)
 	return row
 }
 
-// overhead compares the profiled block with the control the nsys step names.
-func (ev *evidence) overhead(row NsightCapture) (*Overhead, string) {
+// overhead compares the profiled block with the control the nsys step names, against
+// the unprofiled blocks like the control: no capture ran during them.
+func (ev *evidence) overhead(row NsightCapture, observed map[string]bool) (*Overhead, string) {
 	switch {
+	case observed[row.Control]:
+		return nil, row.Control + " is not an unprofiled control: a capture ran during it"
 	case row.Control == "":
 		return nil, "no control block named (control = step.block.X on the nsys step)"
 	case !row.Overlap.Recorded:
@@ -479,7 +507,7 @@ func (ev *evidence) overhead(row NsightCapture) (*Overhead, string) {
 	var noise []*blockRef
 	inc := text(ev.stepOutputs(ctrl.Addr)["incarnation"])
 	for _, b := range ev.blocks {
-		if b != prof && b.stats != nil && b.stats.OK > 0 && armOf(b) == armOf(ctrl) && b.Conc == ctrl.Conc && ev.corpusOf(b) == cc && b.Phase != "priming" &&
+		if b != prof && !observed[b.Addr] && b.stats != nil && b.stats.OK > 0 && armOf(b) == armOf(ctrl) && b.Conc == ctrl.Conc && ev.corpusOf(b) == cc && b.Phase != "priming" &&
 			text(ev.stepOutputs(b.Addr)["incarnation"]) == inc {
 			noise = append(noise, b)
 			o.NoiseBlocks = append(o.NoiseBlocks, b.Addr)

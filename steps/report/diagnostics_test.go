@@ -110,7 +110,11 @@ func writeFile(path string, r io.Reader) int {
 
 // diagCampaign: the flare target serves three cold C4 blocks (control, profiled,
 // after); trace captures run during the profiled and the after blocks, an Nsight
-// capture during the profiled one with the control named. Then another target
+// capture during the profiled one with the control named. Each trace starts with
+// its block and lasts 1 s, longer than the block (about 0.6 s at time scale 0.01),
+// so that it overlaps the block's load even on a busy machine: nothing but timing
+// places a capture under load until the engine's during relation does. The after
+// block and its trace wait for the first trace to end, so no two captures overlap. Then another target
 // takes the endpoint over and flare comes back as a new incarnation, whose block
 // gets one more trace capture: a record of another incarnation.
 const diagCampaign = `
@@ -176,12 +180,12 @@ step "block" "after" {
   requests    = 128
   reset_cache = true
   uses        = ["gpu"]
-  depends_on  = [step.block.profiled]
+  depends_on  = [step.block.profiled, step.trace.during_profiled]
 }
 
 step "trace" "during_profiled" {
   target     = target.flare
-  duration   = "200ms"
+  duration   = "1s"
   ranks      = [0, 1]
   uses       = ["trace"]
   phase      = "diagnostic"
@@ -190,11 +194,11 @@ step "trace" "during_profiled" {
 
 step "trace" "during_after" {
   target     = target.flare
-  duration   = "200ms"
+  duration   = "1s"
   ranks      = [0, 1]
   uses       = ["trace"]
   phase      = "diagnostic"
-  depends_on = [step.block.profiled]
+  depends_on = [step.block.profiled, step.trace.during_profiled]
 }
 
 step "nsys" "timeline" {
@@ -237,7 +241,7 @@ step "block" "again" {
 
 step "trace" "new_incarnation" {
   target     = target.flare
-  duration   = "200ms"
+  duration   = "1s"
   ranks      = [0, 1]
   uses       = ["trace"]
   phase      = "diagnostic"
@@ -410,6 +414,9 @@ func TestDiagnosticsFromSimulatorCampaign(t *testing.T) {
 		t.Fatalf("diagnostics: %+v", dg)
 	}
 	md := string(r.document(nil).markdown())
+	if html := string(r.document(nil).html(nil)); !strings.Contains(html, `<section id="diagnostics">`) || !strings.Contains(html, "rank times are never summed") {
+		t.Error("report.html lacks the diagnostics section")
+	}
 
 	t.Run("incarnation filter", func(t *testing.T) {
 		first, again := deployIncarnation(t, r, "deploy.flare"), deployIncarnation(t, r, "deploy.flare_again")
@@ -418,6 +425,9 @@ func TestDiagnosticsFromSimulatorCampaign(t *testing.T) {
 		}
 		p := dg.TraceAnalyses[0]
 		excluded := readRaw(t, state, "trace.new_incarnation")
+		if len(p.Overlapping) != 0 {
+			t.Errorf("sequential captures reported as overlapping: %v", p.Overlapping)
+		}
 		if p.Incarnation != first || p.ExcludedCaptures != 1 || p.ExcludedSamples != len(excluded.Samples) || !slices.Equal(p.ExcludedIncarnations, []string{again}) {
 			t.Errorf("pooled %s, excluded %d capture(s) with %d samples of %v; want %s pooled and 1 capture with %d samples of %s excluded",
 				p.Incarnation, p.ExcludedCaptures, p.ExcludedSamples, p.ExcludedIncarnations, first, len(excluded.Samples), again)

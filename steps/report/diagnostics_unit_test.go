@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,6 +117,10 @@ func TestPoolOneIncarnation(t *testing.T) {
 				t.Fatalf("%d pools", len(pools))
 			}
 			p := pools[0]
+			// Every hand-made capture covers the same window: two pooled ones overlap.
+			if pairs := len(p.Captures) * (len(p.Captures) - 1) / 2; len(p.Overlapping) != pairs {
+				t.Errorf("overlapping %v for %d pooled captures of one window", p.Overlapping, len(p.Captures))
+			}
 			if p.Incarnation != tc.want || p.ExcludedCaptures != tc.excluded[0] || p.ExcludedSamples != tc.excluded[1] {
 				t.Errorf("pooled %s, excluded %d captures / %d samples; want %s, %v", p.Incarnation, p.ExcludedCaptures, p.ExcludedSamples, tc.want, tc.excluded)
 			}
@@ -229,3 +234,93 @@ func TestDiagnosticsSectionGolden(t *testing.T) {
 		}
 	}
 }
+
+// overheadEvidence is four blocks on one target, in run order A B C D with their
+// journal starts at seq 10, 20, 30, 40: aggregate throughput 100, 97, 102, 110 tok/s.
+func overheadEvidence(t *testing.T, corpora map[string]string) *evidence {
+	t.Helper()
+	ev := &evidence{dir: t.TempDir(), startTime: map[string]engine.Record{}, startRecs: map[string][]engine.Record{}, final: map[string]*engine.Record{}}
+	tok := map[string]int64{"A": 100, "B": 97, "C": 102, "D": 110}
+	for i, name := range []string{"A", "B", "C", "D"} {
+		addr := "block." + name
+		dir := "attempts/" + addr + "/1"
+		if err := os.MkdirAll(filepath.Join(ev.dir, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := json.Marshal(map[string]any{"corpus": map[string]string{"sha256": corpora[name]}})
+		if err := os.WriteFile(filepath.Join(ev.dir, dir, "result.json"), res, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tpot := 10 + float64(i)
+		start := engine.Record{Seq: 10 * (i + 1), Step: addr, Attempt: 1, Dir: dir}
+		end := &engine.Record{Step: addr, Attempt: 1, Dir: dir, Status: engine.StatusSucceeded, Outputs: json.RawMessage(`{"incarnation":"inc-1"}`)}
+		ev.startTime[addr+"#1"] = start
+		ev.startRecs[addr] = []engine.Record{start}
+		ev.final[addr] = end
+		ev.blocks = append(ev.blocks, &blockRef{Addr: addr, Conc: 4, Target: map[string]any{"name": "flare"}, End: end,
+			stats: &blockStats{OK: 10, Completion: tok[name] * 10, EndMaxMS: 10_000, TPOTp50: &tpot, TTFTp50: &tpot}})
+	}
+	return ev
+}
+
+func TestObserverOverhead(t *testing.T) {
+	same := map[string]string{"A": "c1", "B": "c1", "C": "c1", "D": "c1"}
+	profiled := Overlap{Recorded: true, Overlapped: true, Consistent: true, Block: "block.B"}
+	cases := map[string]struct {
+		corpora  map[string]string
+		control  string
+		observed []string
+		noise    []string
+		rangeTok *float64
+		adjacent bool
+		sameCorp bool
+		note     string
+	}{
+		"a block a trace ran during is not unprofiled": {corpora: same, control: "block.A", observed: []string{"block.B", "block.D"},
+			noise: []string{"block.A", "block.C"}, rangeTok: ptr(2.0 / 101), adjacent: true, sameCorp: true},
+		"every unprofiled block": {corpora: same, control: "block.A", observed: []string{"block.B"},
+			noise: []string{"block.A", "block.C", "block.D"}, rangeTok: ptr(10.0 / (312.0 / 3)), adjacent: true, sameCorp: true},
+		"control not adjacent, another corpus": {corpora: map[string]string{"A": "c1", "B": "c1", "C": "c1", "D": "c2"}, control: "block.D", observed: []string{"block.B"},
+			noise: []string{"block.D"}, note: "the noise is not estimable"},
+		"a control that was observed": {corpora: same, control: "block.C", observed: []string{"block.B", "block.C"},
+			note: "block.C is not an unprofiled control: a capture ran during it"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ev := overheadEvidence(t, tc.corpora)
+			obs := map[string]bool{}
+			for _, o := range tc.observed {
+				obs[o] = true
+			}
+			o, note := ev.overhead(NsightCapture{Control: tc.control, Overlap: profiled}, obs)
+			if !strings.Contains(note, tc.note) {
+				t.Errorf("note %q, want %q", note, tc.note)
+			}
+			if tc.noise == nil {
+				if o != nil {
+					t.Errorf("a comparison against an observed control: %+v", o)
+				}
+				return
+			}
+			if o == nil {
+				t.Fatalf("no comparison: %s", note)
+			}
+			if d := cmp.Diff(tc.noise, o.NoiseBlocks); d != "" {
+				t.Errorf("noise blocks (-want +got):\n%s", d)
+			}
+			m := o.Metrics[0]
+			wantDiff := 97/(float64(map[string]int{"block.A": 100, "block.C": 102, "block.D": 110}[tc.control])) - 1
+			if m.Metric != "aggregate output tok/s" || math.Abs(m.Difference-wantDiff) > 1e-12 || o.Adjacent != tc.adjacent || o.SameCorpus != tc.sameCorp {
+				t.Errorf("%+v, adjacent %v, same corpus %v; want difference %g", m, o.Adjacent, o.SameCorpus, wantDiff)
+			}
+			if (m.NoiseRange == nil) != (tc.rangeTok == nil) || (m.NoiseRange != nil && math.Abs(*m.NoiseRange-*tc.rangeTok) > 1e-12) {
+				t.Errorf("noise range %v, want %v", m.NoiseRange, tc.rangeTok)
+			}
+			if o.Caveat != ObserverCaveat {
+				t.Errorf("caveat %q", o.Caveat)
+			}
+		})
+	}
+}
+
+func ptr[T any](x T) *T { return &x }

@@ -105,6 +105,9 @@ func (r *Report) traceDiagnostics(s *section, dg *Diagnostics) {
 			notes = append(notes, fmt.Sprintf("%d sample(s) carry a prior_observation_age_ns that differs from selected_at_ns − selection.observed_at_ns; the latter is used.", a.AgeFieldDisagree))
 		}
 		notes = append(notes, a.GraphConflicts...)
+		for _, o := range p.Overlapping {
+			notes = append(notes, "Captures "+o+" overlap in time: their samples may count the same frames twice.")
+		}
 		s.list(notes)
 	}
 	s.p("What a scheduler trace cannot say:")

@@ -172,6 +172,12 @@ func (p *Capture) Incarnation() string { return p.c.Incarnation.Before }
 // Samples is the number of samples the capture kept.
 func (p *Capture) Samples() int { return len(p.c.Samples) }
 
+// Overlaps reports whether two captures of one process clock (one incarnation)
+// cover a common moment: their samples may then be the same frames twice.
+func (p *Capture) Overlaps(q *Capture) bool {
+	return p.c.Window.StartNS < q.c.Window.EndNS && q.c.Window.StartNS < p.c.Window.EndNS
+}
+
 // Window places the capture on UTC and bounds that placement.
 func (p *Capture) Window() Window {
 	c := &p.c
