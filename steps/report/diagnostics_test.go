@@ -518,7 +518,7 @@ func TestDiagnosticsFromSimulatorCampaign(t *testing.T) {
 		if n != len(ages) || n == 0 {
 			t.Errorf("%d ages in the groups, raw.json has %d samples with a prior observation", n, len(ages))
 		}
-		if !strings.Contains(md, "Prior-observation age p50 / max ms") || !strings.Contains(md, "max(max-rank GPU interval, host wall)") {
+		if !strings.Contains(md, "Prior-observation age p50 / max") || !strings.Contains(md, "max(max-rank GPU interval, host wall)") {
 			t.Error("report.md lacks the retained-cost table")
 		}
 	})

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -72,7 +73,7 @@ func (r *Report) traceDiagnostics(s *section, dg *Diagnostics) {
 			g.head = append(g.head, fmt.Sprintf("Rank %d p50 ms", rk.Rank))
 		}
 		g.head = append(g.head, "Max-rank p50 / p95 ms", "Rank spread p50 µs", "Host wall p50 ms", "Host wall − max-rank p50 µs", "Selection → commit p50 µs", "Commit → completion observation p50 ms")
-		ret := &table{head: []string{"Graph", "Scheduled lanes", "Queued", "n", "Retained p50 ms", "Compared with", "Reference p50 ms", "Retained vs reference p50 (min … max)", "Prior-observation age p50 / max ms", "Without prior observation", "Freshness", "Refresh origin"}}
+		ret := &table{head: []string{"Graph", "Scheduled lanes", "Queued", "n", "Retained p50 ms", "Compared with", "Reference p50 ms", "Retained vs reference p50 (min … max)", "Prior-observation age p50 / max", "Without prior observation", "Freshness", "Refresh origin"}}
 		for _, gr := range a.Groups {
 			name := fmt.Sprintf("%d %s %s", gr.Graph, gr.Kind, gr.Shape)
 			row := []string{name, fmt.Sprintf("%d / %d / %d", gr.BatchCapacity, gr.TokenCapacity, gr.PrefillCapacity), fmt.Sprint(gr.Lanes), yesNo(gr.Queued), fmt.Sprint(gr.Samples)}
@@ -84,7 +85,7 @@ func (r *Report) traceDiagnostics(s *section, dg *Diagnostics) {
 			g.rows = append(g.rows, row)
 			age := "—"
 			if gr.AgeMS.N > 0 {
-				age = fmtMS(gr.AgeMS.P50) + " / " + fmtMS(gr.AgeMS.Max)
+				age = fmtNS(int64(math.Round(gr.AgeMS.P50*1e6))) + " / " + fmtNS(int64(math.Round(gr.AgeMS.Max*1e6)))
 			}
 			vs := "—"
 			if gr.RetainedVsRefPct.N > 0 {
@@ -246,13 +247,17 @@ func utcSpan(start, end string) string { return start + " – " + end }
 
 // fmtNS prints a nanosecond bound with a unit that suits its size.
 func fmtNS(ns int64) string {
+	sign := ""
+	if ns < 0 {
+		sign, ns = "−", -ns
+	}
 	switch {
 	case ns >= 1_000_000:
-		return fmtMS(float64(ns)/1e6) + " ms"
+		return sign + fmtMS(float64(ns)/1e6) + " ms"
 	case ns >= 1000:
-		return fmtF(float64(ns)/1e3, 3) + " µs"
+		return sign + fmtF(float64(ns)/1e3, 3) + " µs"
 	}
-	return fmt.Sprintf("%d ns", ns)
+	return fmt.Sprintf("%s%d ns", sign, ns)
 }
 
 func fmtUS(x float64) string { return fmtF(x, 3) }
