@@ -16,6 +16,10 @@ test:
 # Figures the issues ask for, each against a baseline measured in the same run.
 bench:
 	$(GO) test ./plans -run '^$$' -bench BenchmarkLoad10kInstances -benchtime 3x
+	# plan validate on a 10 MB campaign, with a 1 MB one and a bare hclsyntax parse of
+	# the 10 MB file measured in the same run: time, allocation and peak ratios; and
+	# on chains of 2,000 and 20,000 steps declared last-first.
+	$(GO) test ./plans -run '^$$' -bench 'BenchmarkValidate10MB|BenchmarkReversedChain' -benchtime 1x
 	$(GO) test ./engine -run '^$$' -bench 'BenchmarkNoOpStep|BenchmarkHashGiB' -benchtime 2x
 	$(GO) test ./steps/internal/loadgen -run '^$$' -bench . -benchtime 200x
 	# Simulator throughput: server pinned to core 0; the benchmark runs its client as a
@@ -32,8 +36,12 @@ bench:
 run:
 	$(GO) run ./cmd/rigor plan apply examples/quickstart/campaign.hcl --state runs/quickstart-$$(date +%Y%m%d-%H%M%S)
 
+# Each target fuzzes for 60 s. Go minimises every new input it finds; with the
+# default 60 s of minimising a run spent most of its minute on that, so it is 10 s.
+# A crasher is kept in plans/testdata/fuzz/<target>, where plain `go test` replays it.
 fuzz:
-	$(GO) test ./plans -run '^$$' -fuzz FuzzLoad -fuzztime 60s
+	$(GO) test ./plans -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 60s -fuzzminimizetime 10s
+	$(GO) test ./plans -run '^$$' -fuzz '^FuzzChunkedParse$$' -fuzztime 60s -fuzzminimizetime 10s
 
 # Render report.html in headless Chromium (Debian: apt-get install chromium) and
 # check that its tables and embedded charts are present; REPORT_CHECK_OUT=DIR keeps

@@ -16,6 +16,10 @@
 //     interrupt only always-steps start, and every other step is recorded blocked
 //     or deferred with the reason.
 //   - One apply per state directory at a time (flock).
+//   - A step sees its configuration unmarked, with the strings that were marked
+//     sensitive listed in StepContext.Secrets. Redacting them is the step's duty for
+//     what it keeps and for its result message, which the journal records as it is
+//     (secrets.go: Redactor, StepContext.Redacted).
 //
 // The engine knows steps only through the Step interface; it never imports a
 // concrete step package.

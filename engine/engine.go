@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,7 +139,10 @@ type run struct {
 	deferred    bool // a step was deferred for the outage budget in this apply
 	restoreOnly bool // the apply retries the restore and holds, nothing else
 	pinned      map[string]string
-	manifest    []ManifestEntry // plan files plus every step_end's artefacts so far
+	armStopped  map[string]string       // matrix/arm -> why an operational failure stopped it
+	armClass    map[string]FailureClass // matrix/arm -> the class that stopped it
+	windows     *windows                // blocks that captures run during
+	manifest    []ManifestEntry         // plan files plus every step_end's artefacts so far
 	evidenceErr error
 
 	outageMu    sync.Mutex // guards the outage fields, which running steps read
@@ -213,6 +219,7 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 		outputs: plans.Outputs{}, terminal: map[string]*Record{}, parked: map[string]bool{},
 		running: map[string]*plans.Instance{}, results: make(chan runResult, len(plan.Instances)+1), evalDirty: true,
 		outageOpen: st.outageOpen, outageBegin: st.outageBegin, window: st.window, pinned: st.pinned,
+		armStopped: map[string]string{}, armClass: map[string]FailureClass{}, windows: newWindows(plan),
 	}
 	if err := r.loadHistory(); err != nil {
 		return nil, err
@@ -281,6 +288,13 @@ func (r *run) end() *Summary {
 		sum.Reason = fmt.Sprintf("%d step(s) are still to run; apply again to continue", r.pending())
 	default:
 		sum.Status = EndCompleted
+		if len(r.armStopped) > 0 {
+			var parts []string
+			for _, k := range slices.Sorted(maps.Keys(r.armStopped)) {
+				parts = append(parts, "arm "+k+" stopped: "+r.armStopped[k])
+			}
+			sum.Reason = "every arm that could run ran; " + strings.Join(parts, "; ")
+		}
 	}
 	counts := map[string]int{}
 	for k, v := range sum.Counts {
@@ -326,7 +340,8 @@ func (r *run) heldBack(inst *plans.Instance, rec *Record) bool {
 	if rec.Status == StatusDeferred {
 		return true
 	}
-	if rec.Status != StatusBlocked {
+	if rec.Status != StatusBlocked || strings.HasPrefix(rec.BlockedBy, "arm ") {
+		// A stopped arm stays stopped (seed 001: operational failures stop the arm).
 		return false
 	}
 	for _, d := range inst.DependsOn {

@@ -39,25 +39,50 @@ type Policy string
 // Policies.
 const (
 	PolicyStopCampaign Policy = "stop_campaign"
-	PolicyRecord       Policy = "record"
+	// PolicyStopArm stops the matrix arm the failed block belongs to: its remaining
+	// blocks are blocked, the other arms go on (seed 001: operational failures stop
+	// the arm).
+	PolicyStopArm Policy = "stop_arm"
+	// PolicyHold restores the incumbent and holds the campaign for review, whatever
+	// the class (on_failure = "hold").
+	PolicyHold   Policy = "hold"
+	PolicyRecord Policy = "record"
 )
 
-// DefaultPolicy maps a class to its default policy: everything stops the campaign
-// except request-level failures, which are recorded.
-func DefaultPolicy(c FailureClass) Policy {
-	if c == ClassRecord {
+// operational are the classes seed 001 names as operational failures: on a block of
+// a matrix arm they stop that arm, elsewhere the campaign.
+var operational = map[FailureClass]bool{
+	ClassIdentity: true, ClassRestart: true, ClassOOM: true, ClassHealth: true,
+	ClassMissingTerminal: true, ClassUndrained: true, ClassPowerDrift: true, ClassInstrumentation: true,
+}
+
+// DefaultPolicy maps a class to its default policy: a request-level failure is
+// recorded; an operational failure of a block in a matrix arm stops the arm; every
+// other failure stops the campaign.
+func DefaultPolicy(c FailureClass, inArm bool) Policy {
+	switch {
+	case c == ClassRecord:
 		return PolicyRecord
+	case inArm && operational[c]:
+		return PolicyStopArm
 	}
 	return PolicyStopCampaign
 }
 
 // policyFor applies a step's on_failure override.
-func policyFor(c FailureClass, onFailure string) Policy {
+func policyFor(c FailureClass, onFailure string, inArm bool) Policy {
 	switch onFailure {
 	case "stop":
 		return PolicyStopCampaign
 	case "continue":
 		return PolicyRecord
+	case "hold":
+		return PolicyHold
+	case "stop_arm":
+		if inArm {
+			return PolicyStopArm
+		}
+		return PolicyStopCampaign
 	}
-	return DefaultPolicy(c)
+	return DefaultPolicy(c, inArm)
 }

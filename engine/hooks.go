@@ -40,3 +40,17 @@ type Refresher interface {
 type RerunSafe interface {
 	RerunSafe() bool
 }
+
+// Placer relates steps to what they run against, so a held campaign that continues
+// knows which deploy to run again before a remaining block: the step types that put
+// a target in place (deploy, identity, restore) name it with Places, and the step
+// types that run against one (block, trace, nsys) name it with RunsAgainst. The
+// names are opaque to the engine; equal names mean the same thing.
+type Placer interface {
+	Places(config cty.Value) string
+}
+
+// RunsAgainst is the other side of Placer.
+type RunsAgainst interface {
+	RunsAgainst(config cty.Value) string
+}

@@ -259,6 +259,12 @@ func (r *run) continueHeld() {
 		if _, isRefresher := r.reg[inst.Type].(Refresher); isRefresher {
 			continue
 		}
+		if placer, ok := r.placedBy(inst); ok {
+			if placer != "" {
+				redeploy[placer] = true
+			}
+			continue
+		}
 		for _, anc := range r.nearestRefreshers(inst) {
 			if rec := r.terminal[anc]; rec != nil && rec.Status == StatusSucceeded {
 				redeploy[anc] = true
@@ -281,6 +287,49 @@ func (r *run) continueHeld() {
 	}
 	r.append(Record{Kind: KindRecovery, Message: msg})
 	r.event(Event{Kind: "note", Message: msg})
+}
+
+// placedBy finds the step that last put in place what inst runs against
+// (RunsAgainst and Placer name the same target): the deploy to run again before it.
+// It returns "" when that was an always-step (the restore brought it back, so it is
+// in place), and false when inst's step type does not say what it runs against.
+func (r *run) placedBy(inst *plans.Instance) (string, bool) {
+	ra, ok := r.reg[inst.Type].(RunsAgainst)
+	if !ok {
+		return "", false
+	}
+	cfg, _, _, err := r.inputsOf(inst)
+	if err != nil {
+		return "", false
+	}
+	unmarked, _ := cfg.UnmarkDeep()
+	want := ra.RunsAgainst(unmarked)
+	if want == "" {
+		return "", false
+	}
+	latest := ""
+	for _, e := range r.historyView() {
+		placer, ok := r.plan.Instance(e.Addr)
+		if !ok || e.Status != StatusSucceeded {
+			continue
+		}
+		pl, ok := r.reg[placer.Type].(Placer)
+		if !ok {
+			continue
+		}
+		pcfg, _, _, err := r.inputsOf(placer)
+		if err != nil {
+			continue
+		}
+		pu, _ := pcfg.UnmarkDeep()
+		if pl.Places(pu) == want {
+			latest = e.Addr
+			if placer.Meta.Always {
+				latest = ""
+			}
+		}
+	}
+	return latest, true
 }
 
 // nearestRefreshers walks up the dependencies of inst and returns, on each path,

@@ -43,6 +43,8 @@ func (r *run) loop() error {
 			r.finish(res)
 		case <-r.ctxDone():
 			r.noteInterrupt()
+		case <-r.windows.wake:
+			// A block a capture waits for progressed: look again.
 		}
 	}
 }
@@ -99,18 +101,26 @@ func (r *run) schedule() error {
 		r.noteInterrupt()
 	}
 	for _, inst := range r.plan.Instances {
-		if inst.Meta.Always || r.settled(inst.Addr) || r.stopped == notStopped {
+		if inst.Meta.Always || r.settled(inst.Addr) {
 			continue
 		}
-		if _, running := r.running[inst.Addr]; !running {
+		if _, running := r.running[inst.Addr]; running {
+			continue
+		}
+		switch {
+		case r.stopped != notStopped:
 			r.settleUnrun(inst)
+		case inst.Arm != "" && r.armStopped[armKey(inst)] != "":
+			key := armKey(inst)
+			r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusBlocked, Class: r.armClass[key],
+				Message: "not started: arm " + key + " stopped: " + r.armStopped[key], BlockedBy: "arm " + key})
 		}
 	}
 	// claimed holds the resources of running steps and of earlier steps still
 	// waiting, so a later step never overtakes an earlier one it clashes with.
-	var claimed [][]string
+	var claimed []claim
 	for _, inst := range r.running {
-		claimed = append(claimed, inst.Meta.Uses)
+		claimed = append(claimed, claimOf(inst))
 	}
 	for _, inst := range r.plan.Instances {
 		if r.settled(inst.Addr) {
@@ -122,31 +132,29 @@ func (r *run) schedule() error {
 		if inst.Meta.Always && r.nonAlwaysPending() {
 			continue // always-steps run last, after everything else has settled
 		}
-		ready := true
-		for _, d := range inst.DependsOn {
-			rec, ok := r.terminal[d]
-			if !ok {
-				ready = false
-				break
-			}
-			if !inst.Meta.Always && !r.usable(rec) {
-				r.settleBlocked(inst, d, rec)
-				ready = false
-				break
-			}
-		}
-		if !ready || r.settled(inst.Addr) {
-			if !r.settled(inst.Addr) {
-				claimed = append(claimed, inst.Meta.Uses)
+		if !r.ready(inst) {
+			// A capture waiting for its block claims nothing: the block must be free
+			// to start.
+			if !r.settled(inst.Addr) && inst.Meta.During == "" {
+				claimed = append(claimed, claimOf(inst))
 			}
 			continue
 		}
-		if len(r.running) >= r.opts.Parallelism || clashes(inst.Meta.Uses, claimed) {
-			claimed = append(claimed, inst.Meta.Uses)
+		if !inst.Meta.Always && inst.Meta.Condition != nil && !r.conditionHolds(inst) {
+			return r.schedule()
+		}
+		if inst.Meta.During != "" && !r.duringMayStart(inst) {
+			if r.settled(inst.Addr) {
+				return r.schedule()
+			}
+			continue
+		}
+		if len(r.running) >= r.opts.Parallelism || clashes(inst, claimed) {
+			claimed = append(claimed, claimOf(inst))
 			continue
 		}
 		if r.start(inst) {
-			claimed = append(claimed, inst.Meta.Uses)
+			claimed = append(claimed, claimOf(inst))
 		}
 		if !inst.Meta.Always && (r.stopped != notStopped || r.settled(inst.Addr)) {
 			// A failed start or a deferral changed what may run: look again.
@@ -155,6 +163,117 @@ func (r *run) schedule() error {
 	}
 	return nil
 }
+
+// ready reports whether every dependency of inst has settled in a way it can use,
+// and every instance it runs after has settled at all. A dependency that can never
+// be used settles inst as blocked (or skipped, or deferred, as the dependency was).
+func (r *run) ready(inst *plans.Instance) bool {
+	for _, d := range inst.DependsOn {
+		rec, ok := r.terminal[d]
+		if !ok {
+			return false
+		}
+		if !inst.Meta.Always && !r.usable(rec) {
+			r.settleBlocked(inst, d, rec)
+			return false
+		}
+	}
+	for _, a := range inst.After {
+		if !r.settled(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// conditionHolds evaluates inst's condition over the outcomes settled so far. False
+// settles the step as skipped, with the condition as the reason; a condition that
+// cannot be evaluated fails it (class config).
+func (r *run) conditionHolds(inst *plans.Instance) bool {
+	ctx, diags := r.plan.Context(r.outputs)
+	var ok bool
+	var err error
+	if diags.HasErrors() {
+		err = diags
+	} else {
+		outcomes, arms := r.outcomes()
+		ok, err = inst.ConditionHolds(r.plan.ConditionContext(ctx, outcomes, arms))
+	}
+	switch {
+	case err != nil:
+		policy := policyFor(ClassConfig, inst.Meta.OnFailure, inst.Arm != "")
+		msg := fmt.Sprintf("condition cannot be evaluated: %v", err)
+		r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusFailed, Class: ClassConfig, Policy: policy, Message: msg})
+		r.stopIfPolicy(inst, ClassConfig, policy, msg)
+		return false
+	case !ok:
+		r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusSkipped,
+			Message: "skipped: condition " + conditionText(inst) + " is false"})
+		return false
+	}
+	return true
+}
+
+func conditionText(inst *plans.Instance) string {
+	if inst.Meta.ConditionText != "" {
+		return inst.Meta.ConditionText
+	}
+	return "at " + inst.Meta.Condition.Range().String()
+}
+
+// outcomes are the outcomes of every settled instance and of every matrix arm, as a
+// condition reads them.
+func (r *run) outcomes() (map[string]plans.Outcome, map[string]map[string]plans.ArmOutcome) {
+	outputs := map[string]cty.Value{}
+	for _, e := range r.historyView() {
+		if e.Outputs != cty.NilVal && !e.Outputs.IsNull() {
+			outputs[e.Addr] = e.Outputs
+		}
+	}
+	num := func(v cty.Value, name string) int {
+		if v == cty.NilVal || v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
+			return 0
+		}
+		a := v.GetAttr(name)
+		if a.IsNull() || !a.IsKnown() || a.Type() != cty.Number {
+			return 0
+		}
+		n, _ := a.AsBigFloat().Int64()
+		return int(n)
+	}
+	out := map[string]plans.Outcome{}
+	for addr, rec := range r.terminal {
+		o := plans.Outcome{Status: string(rec.Status), Class: string(rec.Class)}
+		if v, ok := outputs[addr]; ok {
+			o.Requests, o.FailedRequests = num(v, "requests"), num(v, "failed")
+		}
+		out[addr] = o
+	}
+	arms := map[string]map[string]plans.ArmOutcome{}
+	for _, inst := range r.plan.Instances {
+		if inst.Arm == "" {
+			continue
+		}
+		if arms[inst.Name] == nil {
+			arms[inst.Name] = map[string]plans.ArmOutcome{}
+		}
+		a, seen := arms[inst.Name][inst.Arm]
+		if !seen {
+			a = plans.ArmOutcome{Settled: true, Reason: r.armStopped[armKey(inst)]}
+			a.Stopped = a.Reason != ""
+		}
+		o, settled := out[inst.Addr]
+		a.Settled = a.Settled && settled
+		if settled && o.Status != string(StatusSucceeded) {
+			a.FailedBlocks++
+		}
+		a.FailedRequests += o.FailedRequests
+		arms[inst.Name][inst.Arm] = a
+	}
+	return out, arms
+}
+
+func armKey(inst *plans.Instance) string { return inst.Name + "/" + inst.Arm }
 
 func (r *run) nonAlwaysPending() bool {
 	for _, inst := range r.plan.Instances {
@@ -165,14 +284,34 @@ func (r *run) nonAlwaysPending() bool {
 	return false
 }
 
-// clashes: a step with no declared uses is exclusive and clashes with everything.
-func clashes(uses []string, claimed [][]string) bool {
+// claim is the resources a running or waiting step holds.
+type claim struct {
+	addr string
+	uses []string
+	// during: a capture, which runs beside its block by design, so it is never
+	// exclusive: it holds only the uses it declares.
+	during bool
+}
+
+func claimOf(inst *plans.Instance) claim {
+	return claim{addr: inst.Addr, uses: inst.Meta.Uses, during: inst.Meta.During != ""}
+}
+
+// clashes: a step with no declared uses is exclusive and clashes with everything,
+// except a capture running during a block, which holds only the uses it declares
+// and never clashes with its own block.
+func clashes(inst *plans.Instance, claimed []claim) bool {
+	uses := inst.Meta.Uses
+	during := inst.Meta.During != ""
 	for _, c := range claimed {
-		if len(uses) == 0 || len(c) == 0 {
+		if during && c.addr == inst.Meta.During {
+			continue
+		}
+		if (len(uses) == 0 && !during) || (len(c.uses) == 0 && !c.during) {
 			return true
 		}
 		for _, a := range uses {
-			for _, b := range c {
+			for _, b := range c.uses {
 				if a == b {
 					return true
 				}
@@ -195,12 +334,15 @@ func (r *run) settleUnrun(inst *plans.Instance) {
 // settleBlocked records that a dependency cannot be used. A deferred dependency
 // defers its dependents with it: they may run in a later outage window.
 func (r *run) settleBlocked(inst *plans.Instance, dep string, rec *Record) {
-	status := StatusBlocked
-	if rec.Status == StatusDeferred {
+	status, verb := StatusBlocked, "not started"
+	switch rec.Status {
+	case StatusDeferred:
 		status = StatusDeferred
+	case StatusSkipped:
+		status, verb = StatusSkipped, "skipped"
 	}
 	r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: status, Class: rec.Class,
-		Message: fmt.Sprintf("not started: dependency %s is %s", dep, rec.Status), BlockedBy: dep})
+		Message: fmt.Sprintf("%s: dependency %s is %s", verb, dep, rec.Status), BlockedBy: dep})
 }
 
 func (r *run) settle(inst *plans.Instance, rec Record) {
@@ -320,14 +462,19 @@ func (r *run) start(inst *plans.Instance) bool {
 	sc := &StepContext{
 		Addr: inst.Addr, Instance: inst, Config: unmarked, Campaign: r.plan.Campaign.Name, Attempt: attempt,
 		Dir: absDir, BaseDir: r.plan.BaseDir, StateDir: r.opts.StateDir, InputsSHA256: sum, Clock: r.opts.Clock,
-		Log:       r.opts.Log.With().Str("step", inst.Addr).Logger(),
-		Progress:  func(p Progress) { r.opts.Observe(Event{Kind: "progress", Addr: inst.Addr, Progress: p}) },
+		Log: r.opts.Log.With().Str("step", inst.Addr).Logger(),
+		Progress: func(p Progress) {
+			r.windows.progress(inst.Addr, p, r.opts.Clock.Now())
+			r.opts.Observe(Event{Kind: "progress", Addr: inst.Addr, Progress: p})
+		},
 		Outage:    r.outageView,
 		History:   r.historyView,
 		Pinned:    pinned,
 		RerunSafe: r.rerunSafe(inst),
+		Secrets:   secretsOf(cfg),
 	}
 	r.running[inst.Addr] = inst
+	r.windows.started(inst.Addr, now)
 	done := make(chan Result, 1)
 	go func() {
 		defer func() {
@@ -375,6 +522,9 @@ func (r *run) start(inst *plans.Instance) bool {
 		if rescued != "" {
 			res.Message = strings.TrimSpace(res.Message + " (its artefacts were written to " + rescued + ": the state directory could not take them)")
 		}
+		// A step that quotes a secret in its message (a command's stderr, say) must
+		// not put it in the journal, whichever step type it is.
+		res.Message = NewRedactor(sc.Secrets...).String(res.Message)
 		r.results <- runResult{inst: inst, attempt: attempt, dir: dir, start: now, res: res}
 	}()
 	return true
@@ -428,6 +578,16 @@ func (r *run) finish(rr runResult) {
 	delete(r.running, inst.Addr)
 	res := rr.res
 	absDir := filepath.Join(r.opts.StateDir, rr.dir)
+	now := r.opts.Clock.Now()
+	r.windows.ended(inst.Addr, now)
+	if inst.Meta.During != "" {
+		// The evidence that the capture ran under its block's load, and a capture
+		// that did not is incomplete instrumentation, not a quiet success.
+		if ok, detail := r.recordOverlap(inst, absDir, rr.start, now); !ok && res.Status == StatusSucceeded {
+			res = Result{Status: StatusFailed, Class: ClassInstrumentation, Outputs: res.Outputs,
+				Message: "the capture did not overlap " + inst.Meta.During + " as declared: " + detail}
+		}
+	}
 	arts, err := hashArtefacts(r.opts.StateDir, absDir)
 	if err != nil {
 		res.Message += fmt.Sprintf(" (its artefacts could not all be hashed: %v)", err)
@@ -455,7 +615,7 @@ func (r *run) finish(rr runResult) {
 		Artefacts: arts, DurationS: r.opts.Clock.Now().Sub(rr.start).Seconds(),
 	}
 	if res.Status == StatusFailed {
-		rec.Policy = policyFor(res.Class, inst.Meta.OnFailure)
+		rec.Policy = policyFor(res.Class, inst.Meta.OnFailure, inst.Arm != "")
 	}
 	written := r.append(rec)
 	for _, a := range r.st.steps[inst.Addr].attempts {
@@ -496,10 +656,29 @@ func (r *run) finish(rr runResult) {
 			r.stopped, r.stopCause, r.stopClass = stopInterrupt, CauseInterrupted, ClassInterrupted
 			r.stopReason = "interrupted during " + inst.Addr
 		}
-	case res.Status == StatusFailed && written.Policy != PolicyRecord && !inst.Meta.Always:
+	case res.Status == StatusFailed && !inst.Meta.Always:
+		r.stopIfPolicy(inst, res.Class, written.Policy, firstLine(res.Message))
+	}
+}
+
+// stopIfPolicy applies a failure's policy: an arm stop stops the instance's matrix
+// arm; a hold or a campaign stop stops the campaign (the always-steps run next).
+func (r *run) stopIfPolicy(inst *plans.Instance, class FailureClass, policy Policy, msg string) {
+	reason := fmt.Sprintf("%s failed (%s): %s", inst.Addr, class, msg)
+	switch policy {
+	case PolicyRecord:
+	case PolicyStopArm:
+		key := armKey(inst)
+		if r.armStopped[key] == "" {
+			r.armStopped[key], r.armClass[key] = reason, class
+			r.event(Event{Kind: "alert", Addr: inst.Addr, Message: "arm " + key + " stopped: " + reason + "; its remaining blocks will not run, the other arms go on"})
+		}
+	default:
 		if r.stopped == notStopped {
-			r.stopped, r.stopCause, r.stopClass = stopFailure, CauseStopped, res.Class
-			r.stopReason = fmt.Sprintf("%s failed (%s): %s", inst.Addr, res.Class, firstLine(res.Message))
+			r.stopped, r.stopCause, r.stopClass, r.stopReason = stopFailure, CauseStopped, class, reason
+			if policy == PolicyHold {
+				r.stopCause = CauseOnFailureHold
+			}
 		}
 	}
 }

@@ -45,7 +45,11 @@ type StepContext struct {
 	Instance *plans.Instance
 	// Config is the evaluated configuration with sensitive values unmarked: steps
 	// see real values, evidence never does.
-	Config       cty.Value
+	Config cty.Value
+	// Secrets are the strings of the configuration that were marked sensitive
+	// (plans.SensitiveStrings), so a step can redact them from what it keeps: a
+	// child's captured output, its messages. See Redact and Redactor.
+	Secrets      []string
 	Campaign     string
 	Attempt      int
 	Dir          string // the attempt directory; everything written here is evidence
@@ -91,6 +95,9 @@ func (sc *StepContext) Path(name string) string { return filepath.Join(sc.Dir, n
 type Progress struct {
 	Done, Failed, Total int
 	Rate                string // free text such as "412 tok/s"
+	// Sending says the step is about to send its first request: a capture that
+	// runs during a block counts its start_after from this moment.
+	Sending bool
 }
 
 // Status is the outcome of an attempt, or why a step never ran.
@@ -103,6 +110,9 @@ const (
 	StatusInterrupted Status = "interrupted"
 	StatusBlocked     Status = "blocked"
 	StatusDeferred    Status = "deferred"
+	// StatusSkipped: the step's condition was false when it could have started, or
+	// a dependency was skipped.
+	StatusSkipped Status = "skipped"
 )
 
 // Result is what a step returns.

@@ -113,6 +113,18 @@ func (i *Instance) canonical() map[string]any {
 	if i.Meta.RerunSafe {
 		meta["rerun_safe"] = true
 	}
+	if i.Meta.ConditionText != "" {
+		meta["condition"] = i.Meta.ConditionText
+	}
+	if i.Meta.During != "" {
+		meta["during"] = i.Meta.During
+	}
+	if i.Meta.StartAfter > 0 {
+		meta["start_after_s"] = json.Number(strconv.FormatFloat(i.Meta.StartAfter.Seconds(), 'g', -1, 64))
+	}
+	if i.Meta.StartAfterRequests > 0 {
+		meta["start_after_requests"] = i.Meta.StartAfterRequests
+	}
 	deps := i.DependsOn
 	if deps == nil {
 		deps = []string{}
@@ -129,44 +141,30 @@ func (i *Instance) canonical() map[string]any {
 		out["arm"] = i.Arm
 		out["cell"] = i.Cell
 	}
+	if len(i.After) > 0 {
+		out["after"] = i.After
+	}
 	return out
 }
 
 // Canonical is the plan as plain data: campaign settings and the instances in run
 // order with their evaluated configuration.
 func (p *Plan) Canonical() map[string]any {
-	camp := map[string]any{"name": p.Campaign.Name}
-	if p.Campaign.Description != "" {
-		camp["description"] = p.Campaign.Description
-	}
-	if len(p.Campaign.Frozen) > 0 {
-		camp["frozen"] = p.Campaign.Frozen
-	}
-	if o := p.Campaign.Outage; o != nil {
-		camp["outage"] = map[string]any{
-			"budget_s":  json.Number(strconv.FormatFloat(o.Budget.Seconds(), 'g', -1, 64)),
-			"reserve_s": json.Number(strconv.FormatFloat(o.Reserve.Seconds(), 'g', -1, 64)),
-		}
-	}
-	if p.Decision != nil {
-		// Under campaign, so a changed rule shows in the semantic diff and is an amendment.
-		camp["decision"] = p.Decision.canonical()
-	}
 	insts := make([]any, 0, len(p.Instances))
 	for _, i := range p.Instances {
 		insts = append(insts, i.canonical())
 	}
-	return map[string]any{"campaign": camp, "instances": insts}
+	return map[string]any{"campaign": p.campaignCanonical(), "instances": insts}
 }
 
 // CanonicalJSON is the canonical plan JSON; its sha256 is the plan hash.
-func (p *Plan) CanonicalJSON() ([]byte, error) { return CanonicalJSON(p.Canonical()) }
+func (p *Plan) CanonicalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	if err := p.writeCanonical(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
 
 // Hash is the sha256 of the canonical plan JSON.
-func (p *Plan) Hash() (string, error) {
-	b, err := p.CanonicalJSON()
-	if err != nil {
-		return "", err
-	}
-	return SHA256Hex(b), nil
-}
+func (p *Plan) Hash() (string, error) { return p.hashCanonical() }

@@ -8,7 +8,15 @@
 //     them at once rather than stopping at the first.
 //   - A value a step produces is a cty unknown, marked with the address of the step
 //     that will produce it, until that step has run. Nothing unknown is ever hashed.
-//   - Sensitive values are marked and never appear in canonical JSON or hashes.
+//   - Sensitive values are marked and never appear in canonical JSON or hashes; a
+//     value derived from one stays marked (through functions, templates, data
+//     blocks and for_each values). A sensitive value in an argument a step type
+//     declares public (PublicArguments: command lines, build args, preflights) is
+//     a load-time diagnostic at the reference that brings it in.
+//   - No input can make parsing recurse without bound: files and variable values
+//     are lexed first and refused beyond MaxNesting levels (limits.go). Files over
+//     512 KB are parsed in pieces cut between top-level blocks (parse.go); a piece
+//     with an error sends the file to hclsyntax whole, so diagnostics are its own.
 //   - Output is deterministic: instances keep declaration order, maps are sorted.
 //   - Meta-arguments are written once, as meta-arguments; a step type whose schema
 //     names one (the block's phase) receives its value in its configuration too.

@@ -23,7 +23,11 @@ type Instance struct {
 	Keyed     bool
 	Index     int      // declaration order; the tie-break of the run order
 	DependsOn []string // addresses of the instances this one waits for, sorted
-	Meta      Meta
+	// After are instances this one starts after, whatever their outcome: the arms of
+	// a matrix run in order even when an arm stops, and a condition reads the
+	// outcomes it names only once they are settled. Sorted.
+	After []string
+	Meta  Meta
 	// Config is the configuration evaluated at plan time; values produced by other
 	// steps are unknown here. The engine re-evaluates with real outputs before a run.
 	Config    cty.Value
@@ -35,13 +39,24 @@ type Instance struct {
 
 	outputType cty.Type
 	entity     string
-	source     string // digest of the defining source; see sourceDigests
+	each       cty.Value      // each.value of a for_each instance (cty.NilVal otherwise)
+	during     hcl.Expression // the during meta-argument, resolved by resolveDuring
+	source     string         // digest of the defining source; see sourceDigests
 	evalConfig func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 }
 
 // Evaluate computes the instance's configuration in ctx (see Plan.Context).
 func (i *Instance) Evaluate(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	return i.evalConfig(ctx)
+}
+
+// Predecessors are every instance this one starts after: its dependencies and its
+// After instances.
+func (i *Instance) Predecessors() []string {
+	if len(i.After) == 0 {
+		return i.DependsOn
+	}
+	return append(append([]string(nil), i.DependsOn...), i.After...)
 }
 
 // OutputType is the object type of the instance's outputs.
@@ -101,6 +116,10 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
+	diags = append(diags, p.resolveDuring(ctx0)...)
+	if diags.HasErrors() {
+		return diags
+	}
 	ordered, d := p.runOrder()
 	diags = append(diags, d...)
 	if diags.HasErrors() {
@@ -115,9 +134,16 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	// the canonical plan shows what is known and what waits for which step.
 	ctx, d := p.Context(nil)
 	diags = append(diags, d...)
+	e.planCtx = ctx
+	// Evaluation only reads the context and the syntax tree, so instances are
+	// evaluated on every core; diagnostics are merged in run order.
+	instDiags := make([]hcl.Diagnostics, len(p.Instances))
+	parallelFor(len(p.Instances), 256, func(n int) {
+		inst := p.Instances[n]
+		inst.Config, instDiags[n] = inst.evalConfig(ctx)
+	})
 	seen := map[string]bool{}
-	for _, inst := range p.Instances {
-		v, d := inst.evalConfig(ctx)
+	for _, d := range instDiags {
 		for _, x := range d {
 			// Matrix instances share expressions: one mistake is reported once.
 			key := x.Summary + "\x00" + x.Detail
@@ -129,7 +155,6 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 				diags = append(diags, x)
 			}
 		}
-		inst.Config = v
 	}
 	return diags
 }
@@ -158,7 +183,14 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		}
 		meta, md := decodeMeta(s.MetaAttrs, ictx)
 		diags = append(diags, md...)
+		meta.ConditionText = p.exprText(meta.Condition)
 		inst.Meta = meta
+		if keyed {
+			inst.each = each
+		}
+		if a, ok := s.MetaAttrs[metaDuring]; ok {
+			inst.during = a.Expr
+		}
 		spec := s.StepType.Spec()
 		body := s.Body
 		phase := meta.Phase
@@ -170,7 +202,10 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 			if _, wants := spec[metaPhase]; wants && phase != "" {
 				v = withAttr(v, metaPhase, cty.StringVal(phase))
 			}
-			return v, listValid(d, fmt.Sprintf("step type %q", s.Type), specNames(spec))
+			if len(d) > 0 { // the engine evaluates every instance again before it runs
+				d = listValid(d, fmt.Sprintf("step type %q", s.Type), specNames(spec))
+			}
+			return v, d
 		}
 		return inst
 	}
@@ -182,7 +217,21 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 	if d.HasErrors() {
 		return nil, diags
 	}
-	fe, _ = fe.UnmarkDeep()
+	fe, pvm := fe.UnmarkDeepWithPaths()
+	// Instance keys name instances in addresses, logs and evidence, so they must
+	// not be sensitive; a sensitive value stays sensitive in each.value.
+	sensitiveKeys := map[string]bool{}
+	for _, pm := range pvm {
+		if _, ok := pm.Marks[Sensitive]; !ok {
+			continue
+		}
+		key, ok := forEachKey(fe, pm.Path)
+		if !ok {
+			return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument",
+				"for_each uses a sensitive value as instance keys; keys appear in addresses, logs and evidence. Use a map whose keys are not sensitive."))
+		}
+		sensitiveKeys[key] = true
+	}
 	if !fe.IsWhollyKnown() {
 		return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument",
 			"for_each must be known at plan time; it cannot depend on a step's outputs."))
@@ -202,7 +251,11 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			insts = append(insts, mk(k, true, vals[k]))
+			v := vals[k]
+			if sensitiveKeys[k] {
+				v = v.Mark(Sensitive)
+			}
+			insts = append(insts, mk(k, true, v))
 		}
 	case fe.Type().IsSetType() || fe.Type().IsListType() || fe.Type().IsTupleType():
 		var keys []string
@@ -238,6 +291,24 @@ func withAttr(v cty.Value, name string, val cty.Value) cty.Value {
 	m := u.AsValueMap()
 	m[name] = val
 	return cty.ObjectVal(m).WithMarks(marks)
+}
+
+// forEachKey is the instance key a marked path inside a for_each map or object
+// belongs to; false when the mark is on the whole value or on a list or set element
+// (whose values are the keys).
+func forEachKey(fe cty.Value, path cty.Path) (string, bool) {
+	if len(path) == 0 || !(fe.Type().IsMapType() || fe.Type().IsObjectType()) {
+		return "", false
+	}
+	switch st := path[0].(type) {
+	case cty.GetAttrStep:
+		return st.Name, true
+	case cty.IndexStep:
+		if st.Key.Type() == cty.String {
+			return st.Key.AsString(), true
+		}
+	}
+	return "", false
 }
 
 func withEach(ctx *hcl.EvalContext, key string, value cty.Value) *hcl.EvalContext {
@@ -284,13 +355,14 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 	corpus, d := decodeCorpus(m, ctx0, concs, priming)
 	diags = append(diags, d...)
 	metaAttrs := hcl.Attributes{}
-	for _, n := range []string{"timeout", "uses", "on_failure"} {
+	for _, n := range []string{"timeout", "uses", "on_failure", metaCondition} {
 		if a, ok := m.Attrs[n]; ok {
 			metaAttrs[n] = a
 		}
 	}
 	meta, md := decodeMeta(metaAttrs, ctx0)
 	diags = append(diags, md...)
+	meta.ConditionText = p.exprText(meta.Condition)
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
@@ -464,6 +536,11 @@ func requestsFor(req cty.Value, conc int, rng hcl.Range, diags *hcl.Diagnostics)
 }
 
 func convertMarked(v cty.Value, ty cty.Type) (cty.Value, error) {
+	if ty == cty.DynamicPseudoType || v.Type().Equals(ty) {
+		// Nothing to convert: keep v, marks and all, rather than rebuilding a copy
+		// of it (a target object) for every matrix instance.
+		return v, nil
+	}
 	u, pvm := v.UnmarkDeepWithPaths()
 	cv, err := convert.Convert(u, ty)
 	if err != nil {
@@ -535,9 +612,14 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 	e := p.ev
 	var diags hcl.Diagnostics
 	deps := map[*Instance]map[string]bool{}
+	after := map[*Instance]map[string]bool{}
 	add := func(inst *Instance, r ref) {
-		if deps[inst] == nil {
-			deps[inst] = map[string]bool{}
+		into := deps
+		if r.After {
+			into = after
+		}
+		if into[inst] == nil {
+			into[inst] = map[string]bool{}
 		}
 		targets := []ref{r}
 		if d, ok := e.entities[r.Entity].(*DataBlock); ok {
@@ -564,8 +646,8 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 				insts = []*Instance{found}
 			}
 			for _, x := range insts {
-				if x != inst {
-					deps[inst][x.Addr] = true
+				if x != inst && (r.Arm == "" || x.Arm == r.Arm) {
+					into[inst][x.Addr] = true
 				}
 			}
 		}
@@ -599,8 +681,9 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 			deps[inst] = map[string]bool{}
 		}
 	}
-	// Arms run in declared order: setup steps of an arm wait for every block of the
-	// previous arm, and the arm's blocks wait for its setup steps.
+	// Arms run in declared order: setup steps of an arm start after every block of
+	// the previous arm has settled (whatever its outcome: an arm that stopped does
+	// not stop the next one), and the arm's blocks wait for its setup steps.
 	for _, s := range setups {
 		setupRefs, d := e.traversalRefs(s.arm.Setup, false)
 		diags = append(diags, d...)
@@ -620,7 +703,10 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 			}
 			if s.prevArm != "" && blk.Arm == s.prevArm {
 				for _, si := range setupInsts {
-					deps[si][blk.Addr] = true
+					if after[si] == nil {
+						after[si] = map[string]bool{}
+					}
+					after[si][blk.Addr] = true
 				}
 			}
 		}
@@ -630,6 +716,12 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 			inst.DependsOn = append(inst.DependsOn, a)
 		}
 		sort.Strings(inst.DependsOn)
+		for a := range after[inst] {
+			if !deps[inst][a] {
+				inst.After = append(inst.After, a)
+			}
+		}
+		sort.Strings(inst.After)
 	}
 	return diags
 }
@@ -644,7 +736,7 @@ func (p *Plan) Graph() (graph.Graph[string, *Instance], error) {
 		}
 	}
 	for _, inst := range p.Instances {
-		for _, d := range inst.DependsOn {
+		for _, d := range inst.Predecessors() {
 			if err := g.AddEdge(d, inst.Addr); err != nil {
 				return nil, fmt.Errorf("edge %s -> %s: %w", d, inst.Addr, err)
 			}
@@ -659,8 +751,9 @@ func (p *Plan) runOrder() ([]*Instance, hcl.Diagnostics) {
 	indeg := map[string]int{}
 	children := map[string][]*Instance{}
 	for _, inst := range p.Instances {
-		indeg[inst.Addr] = len(inst.DependsOn)
-		for _, d := range inst.DependsOn {
+		preds := inst.Predecessors()
+		indeg[inst.Addr] = len(preds)
+		for _, d := range preds {
 			children[d] = append(children[d], inst)
 		}
 	}
@@ -712,4 +805,75 @@ func (h *indexHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// exprText is an expression as written, its whitespace collapsed: what a plan shows
+// for a condition and the reason a skipped step gives.
+func (p *Plan) exprText(x hcl.Expression) string {
+	if x == nil {
+		return ""
+	}
+	rng := x.Range()
+	f, ok := p.Files()[rng.Filename]
+	if !ok || rng.End.Byte > len(f.Bytes) || rng.Start.Byte > rng.End.Byte {
+		return ""
+	}
+	return strings.Join(strings.Fields(string(f.Bytes[rng.Start.Byte:rng.End.Byte])), " ")
+}
+
+// resolveDuring resolves each during meta-argument to the address of one block
+// instance: the expression is evaluated with step.* standing for instance addresses,
+// so for_each can choose the block (step.block.primary["${each.key}/c4/r1"]). A
+// capture starts when its block may start, so it takes on the block's dependencies;
+// the engine starts it once the block runs.
+func (p *Plan) resolveDuring(ctx0 *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	addrs := p.ev.instanceObject(func(inst *Instance) cty.Value { return cty.StringVal(inst.Addr) })
+	for _, inst := range p.Instances {
+		if inst.during == nil {
+			continue
+		}
+		vars := make(map[string]cty.Value, len(ctx0.Variables))
+		for k, v := range ctx0.Variables {
+			vars[k] = v
+		}
+		vars["step"] = addrs
+		ctx := &hcl.EvalContext{Variables: vars, Functions: ctx0.Functions}
+		if inst.each != cty.NilVal {
+			ctx = withEach(ctx, inst.Key, inst.each)
+		}
+		v, d := inst.during.Value(ctx)
+		rng := inst.during.Range()
+		if d.HasErrors() {
+			diags = append(diags, errorAt(rng, "Invalid during", "during must name one block instance, such as step.block.primary[\"incumbent_before/c4/r1\"]: %s", d.Error()))
+			continue
+		}
+		v, _ = v.Unmark()
+		if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+			diags = append(diags, errorAt(rng, "Invalid during", "during must name one block instance, such as step.block.primary[\"incumbent_before/c4/r1\"], not a whole step or another value."))
+			continue
+		}
+		host, ok := p.byAddr[v.AsString()]
+		if !ok || host.Type != "block" {
+			diags = append(diags, errorAt(rng, "Invalid during", "%s is not a block: a capture runs during a block of requests.", v.AsString()))
+			continue
+		}
+		for _, d := range host.Predecessors() {
+			if d == inst.Addr {
+				diags = append(diags, errorAt(rng, "Invalid during", "%s waits for %s, so %s cannot run during it.", host.Addr, inst.Addr, inst.Addr))
+			}
+		}
+		inst.Meta.During = host.Addr
+		seen := map[string]bool{}
+		for _, d := range inst.DependsOn {
+			seen[d] = true
+		}
+		for _, d := range host.DependsOn {
+			if !seen[d] && d != inst.Addr {
+				inst.DependsOn = append(inst.DependsOn, d)
+			}
+		}
+		sort.Strings(inst.DependsOn)
+	}
+	return diags
 }

@@ -113,7 +113,7 @@ func Load(path string, opts Options) (*Plan, *hclparse.Parser, hcl.Diagnostics) 
 			continue
 		}
 		p.Sources = append(p.Sources, SourceFile{Name: filepath.Base(name), Bytes: src})
-		f, fdiags := parser.ParseHCL(src, name)
+		f, fdiags := parseHCL(parser, src, name)
 		diags = append(diags, fdiags...)
 		if f != nil {
 			bodies = append(bodies, f)
@@ -254,6 +254,7 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
+	diags = append(diags, p.checkSensitive(opts.StepTypes)...)
 	return append(diags, p.validateOutage()...)
 }
 

@@ -384,7 +384,7 @@ func TestDiffPlans(t *testing.T) {
 		kinds[c.Kind]++
 	}
 	// 4 arms x 2 concurrencies gain an r4; the 32 old blocks change their timeout;
-	// the two setup deploys now also wait for the r4 blocks of the previous arm.
+	// the two setup deploys now also start after the r4 blocks of the previous arm.
 	if diff := cmp.Diff(map[string]int{"added": 8, "changed": 34}, kinds); diff != "" {
 		t.Errorf("change kinds (-want +got):\n%s", diff)
 	}
@@ -393,8 +393,8 @@ func TestDiffPlans(t *testing.T) {
 	}
 	for _, c := range d.Changes {
 		if c.Kind == "changed" && strings.HasPrefix(c.Addr, "deploy.") {
-			if len(c.Attrs) != 1 || c.Attrs[0].Path != "depends_on" || !strings.Contains(c.Attrs[0].New, "/c4/r4") {
-				t.Errorf("%s attrs = %+v, want only depends_on gaining the r4 blocks", c.Addr, c.Attrs)
+			if len(c.Attrs) != 1 || c.Attrs[0].Path != "after" || !strings.Contains(c.Attrs[0].New, "/c4/r4") {
+				t.Errorf("%s attrs = %+v, want only after gaining the r4 blocks", c.Addr, c.Attrs)
 			}
 			continue
 		}

@@ -2,6 +2,7 @@ package plans
 
 import (
 	"fmt"
+	"math/big"
 	"strings"
 	"time"
 
@@ -21,13 +22,23 @@ const (
 	metaOnFailure = "on_failure"
 	metaOutage    = "outage"
 	metaRerunSafe = "rerun_safe"
+	// condition is evaluated when the step could start, over the outcomes of the
+	// steps and arms it names (outcome.TYPE.NAME, outcome.arm.MATRIX.ARM): false
+	// skips the step.
+	metaCondition = "condition"
+	// during names the block instance a capture runs under; start_after and
+	// start_after_requests say when, counted from the block's first request.
+	metaDuring             = "during"
+	metaStartAfter         = "start_after"
+	metaStartAfterRequests = "start_after_requests"
 )
 
 var metaSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: metaDependsOn}, {Name: metaForEach}, {Name: metaTimeout}, {Name: metaUses},
 		{Name: metaAlways}, {Name: metaPhase}, {Name: metaOnFailure}, {Name: metaOutage},
-		{Name: metaRerunSafe},
+		{Name: metaRerunSafe}, {Name: metaCondition}, {Name: metaDuring}, {Name: metaStartAfter},
+		{Name: metaStartAfterRequests},
 	},
 }
 
@@ -46,7 +57,20 @@ type Meta struct {
 	// was interrupted (a crash, a signal); without it an interrupted step stays
 	// interrupted and is never re-sent.
 	RerunSafe bool
+	// Condition, when set, is evaluated before the step starts, with outcome.* in
+	// scope; false settles the step as skipped with ConditionText as the reason.
+	Condition     hcl.Expression
+	ConditionText string
+	// During is the address of the block instance this step runs under: it starts
+	// while that block runs (StartAfter after the block's first request, or once
+	// StartAfterRequests of its requests completed) and must overlap it.
+	During             string
+	StartAfter         time.Duration
+	StartAfterRequests int
 }
+
+// OnFailure values a step may declare.
+var onFailureValues = []string{"stop", "continue", "hold", "stop_arm"}
 
 // StepBlock is a step block before expansion.
 type StepBlock struct {
@@ -150,10 +174,37 @@ func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (Meta, hcl.Diagnosti
 		m.Phase = s
 	}
 	if s, ok := str(metaOnFailure); ok {
-		if s != "stop" && s != "continue" {
-			diags = append(diags, errorAt(attrs[metaOnFailure].Expr.Range(), "Invalid on_failure", "on_failure must be \"stop\" or \"continue\", not %q.", s))
+		if !contains(onFailureValues, s) {
+			diags = append(diags, errorAt(attrs[metaOnFailure].Expr.Range(), "Invalid on_failure",
+				"on_failure must be \"stop\" (stop the campaign), \"stop_arm\" (stop this matrix arm), \"hold\" (restore, then hold for review) or \"continue\" (record and go on), not %q.%s", s, didYouMean(s, onFailureValues)))
 		}
 		m.OnFailure = s
+	}
+	if a, ok := attrs[metaCondition]; ok {
+		m.Condition = a.Expr
+	}
+	if s, ok := str(metaStartAfter); ok {
+		d, err := ParseDuration(s)
+		if err != nil || d <= 0 {
+			diags = append(diags, errorAt(attrs[metaStartAfter].Expr.Range(), "Invalid duration", "start_after must be a positive duration such as \"2s\"."))
+		}
+		m.StartAfter = d
+	}
+	if a, ok := attrs[metaStartAfterRequests]; ok {
+		v, d := a.Expr.Value(ctx)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			v, _ = v.Unmark()
+			n, acc := 0, false
+			if v.Type() == cty.Number && v.IsKnown() && !v.IsNull() {
+				i, a := v.AsBigFloat().Int64()
+				n, acc = int(i), a == big.Exact
+			}
+			if !acc || n < 1 {
+				diags = append(diags, errorAt(a.Expr.Range(), "Invalid start_after_requests", "start_after_requests must be a whole number of requests, at least 1."))
+			}
+			m.StartAfterRequests = n
+		}
 	}
 	if s, ok := str(metaOutage); ok {
 		if s != "begin" && s != "end" {

@@ -155,7 +155,7 @@ func parseRawVariable(v *Variable, raw, where string) (cty.Value, hcl.Diagnostic
 	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
 	}
-	expr, diags := hclsyntax.ParseExpression([]byte(raw), where, hcl.InitialPos)
+	expr, diags := parseExpression([]byte(raw), where)
 	if diags.HasErrors() {
 		return cty.NilVal, diags
 	}
@@ -176,7 +176,7 @@ func (p *Plan) readVarFile(path string, byName map[string]*Variable, names []str
 	if err != nil {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read --var-file", Detail: fmt.Sprintf("%s: %s.", path, err)}}
 	}
-	f, diags := p.parser.ParseHCL(src, path)
+	f, diags := parseHCL(p.parser, src, path)
 	if diags.HasErrors() {
 		return diags
 	}

@@ -128,7 +128,7 @@ func countsText(c map[engine.Status]int) string {
 		return ""
 	}
 	var parts []string
-	for _, s := range []engine.Status{engine.StatusSucceeded, engine.StatusFailed, engine.StatusInterrupted, engine.StatusDeferred, engine.StatusBlocked} {
+	for _, s := range []engine.Status{engine.StatusSucceeded, engine.StatusFailed, engine.StatusInterrupted, engine.StatusDeferred, engine.StatusBlocked, engine.StatusSkipped} {
 		if c[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
 		}

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -25,14 +25,23 @@ type crashRun struct {
 	env                           []string
 }
 
-// crashPort hands each subtest its own port: they run in parallel.
-var crashPort atomic.Int32
+// freePort returns a loopback port nothing listens on now: subtests run in
+// parallel, and other test processes may hold fixed ports.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
 
 func newCrashRun(t *testing.T, bin, root string) *crashRun {
 	t.Helper()
 	state := filepath.Join(t.TempDir(), "state")
 	campaign := filepath.Join(root, "examples", "quickstart", "campaign.hcl")
-	port := 18700 + int(crashPort.Add(1))
+	port := freePort(t)
 	return &crashRun{
 		bin: bin, campaign: campaign, state: state, journal: filepath.Join(state, engine.JournalFile),
 		args: []string{"plan", "apply", campaign, "--state", state, "--log-format", "json",

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/spf13/cobra"
 )
 
@@ -40,7 +41,12 @@ func newFmtCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return &exitError{code: 1, msg: err.Error()}
 				}
-				// Refuse to format what does not parse: the diagnostics say why.
+				// Refuse to format what does not parse: the diagnostics say why. The
+				// nesting check comes first, as it does for plans.Load.
+				if diags := plans.CheckNesting(src, f); diags.HasErrors() {
+					writeDiags(g.stderr, map[string]*hcl.File{f: {Bytes: src}}, diags)
+					return &exitError{code: 1, msg: f + " does not parse"}
+				}
 				if _, diags := hclsyntax.ParseConfig(src, f, hcl.InitialPos); diags.HasErrors() {
 					writeDiags(g.stderr, nil, diags)
 					return &exitError{code: 1, msg: f + " does not parse"}

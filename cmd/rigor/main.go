@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rigor-bench/rigor/engine"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -38,8 +39,11 @@ type globals struct {
 	logFormat string
 	logLevel  string
 	stdout    io.Writer
-	stderr    io.Writer
-	log       zerolog.Logger
+	// stderr redacts the secrets in redact from everything written to it: logs,
+	// progress, diagnostics and errors.
+	stderr io.Writer
+	redact *engine.Redactor
+	log    zerolog.Logger
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -53,7 +57,11 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			code = exitError1
 		}
 	}()
-	g := &globals{stdout: stdout, stderr: stderr}
+	// The sensitive variable values of a campaign are added to the redactor once
+	// it is loaded (planArgs.load).
+	redact := engine.NewRedactor()
+	g := &globals{stdout: stdout, stderr: redact.Writer(stderr), redact: redact}
+	stderr = g.stderr
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -160,6 +168,9 @@ func (g *globals) setupLog() error {
 }
 
 func isTerminal(w io.Writer) bool {
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rigor-bench/rigor/plans"
@@ -25,6 +24,9 @@ func (a *planArgs) bind(cmd *cobra.Command) {
 // load parses and evaluates a campaign, printing diagnostics with source snippets.
 func (a *planArgs) load(g *globals, path string) (*plans.Plan, error) {
 	p, parser, diags := plans.Load(path, plans.Options{StepTypes: steps.Registry().Types(), Vars: a.vars, VarFiles: a.varFiles})
+	if p != nil {
+		g.redact.Add(p.Secrets()...)
+	}
 	if len(diags) > 0 {
 		writeDiags(g.stderr, parser.Files(), diags)
 	}
@@ -41,10 +43,7 @@ func (a *planArgs) load(g *globals, path string) (*plans.Plan, error) {
 }
 
 func writeDiags(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics) {
-	color := false
-	if f, ok := w.(*os.File); ok && isTerminal(f) {
-		color = true
-	}
+	color := isTerminal(w)
 	dw := hcl.NewDiagnosticTextWriter(w, files, 100, color)
 	for _, d := range diags {
 		// A file:line:col prefix first, so editors and grep can jump to it.

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rs/zerolog"
+	"github.com/vbauerster/cupwriter"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 )
@@ -30,9 +32,23 @@ type progressView interface {
 // people (console format), and the line view otherwise.
 func newProgressView(g *globals) progressView {
 	if g.logFormat != "json" && isTerminal(g.stderr) {
-		return newBarView(g, g.stderr)
+		return newBarView(g, g.stderr, behindWrapper(g.stderr))
 	}
 	return &lineView{log: g.log, last: map[string]time.Time{}}
+}
+
+// behindWrapper lets mpb draw on the terminal behind a writer that wraps it (stderr
+// redacts secrets): the bytes go through the wrapper, and the terminal's descriptor
+// answers mpb's questions about size. Without it mpb sees no terminal and draws
+// nothing.
+func behindWrapper(w io.Writer) mpb.ContainerOption {
+	cw := cupwriter.New(w, true)
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		if f, ok := u.Unwrap().(*os.File); ok {
+			cw.SetTermFd(int(f.Fd()))
+		}
+	}
+	return mpb.WithConsoleWriter(cw)
 }
 
 // lineView logs one line per step at most every lineEvery, plus the first.

@@ -88,6 +88,15 @@ func renderShow(w io.Writer, p *plans.Plan) error {
 		if len(inst.DependsOn) > 0 {
 			fmt.Fprintf(w, "       after: %s\n", summarizeList(inst.DependsOn, 4))
 		}
+		if len(inst.After) > 0 {
+			fmt.Fprintf(w, "       after, whatever their outcome: %s\n", summarizeList(inst.After, 4))
+		}
+		if inst.Meta.ConditionText != "" {
+			fmt.Fprintf(w, "       only if: %s (otherwise skipped)\n", inst.Meta.ConditionText)
+		}
+		if inst.Meta.During != "" {
+			fmt.Fprintf(w, "       during: %s, starting %s\n", inst.Meta.During, duringStart(inst))
+		}
 		cfg := inst.Config
 		if cfg != cty.NilVal && cfg.Type().IsObjectType() && !cfg.IsNull() {
 			names := make([]string, 0)
@@ -192,4 +201,14 @@ func outageFit(p *plans.Plan) string {
 		s += fmt.Sprintf("\n    %s: %s", d.Addr, d.Reason)
 	}
 	return s
+}
+
+func duringStart(inst *plans.Instance) string {
+	switch {
+	case inst.Meta.StartAfterRequests > 0:
+		return fmt.Sprintf("after %d of its requests completed", inst.Meta.StartAfterRequests)
+	case inst.Meta.StartAfter > 0:
+		return fmt.Sprintf("%s after its first request", inst.Meta.StartAfter)
+	}
+	return "at its first request"
 }

@@ -158,6 +158,11 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 			onRecord(r)
 		}
 	}
+	if sc.Progress != nil {
+		// The first request goes out now: a capture running during this block counts
+		// its start from here.
+		sc.Progress(engine.Progress{Total: lc.Requests, Sending: true})
+	}
 	result, runErr := loadgen.Run(ctx, lc, out)
 	stopNative()
 	_ = out.Sync()

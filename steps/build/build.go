@@ -11,6 +11,7 @@ import (
 	"github.com/docker/go-units"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
@@ -22,6 +23,7 @@ type Step struct{}
 var _ engine.Step = Step{}
 var _ engine.DefaultTimeout = Step{}
 var _ engine.FileInputs = Step{}
+var _ plans.PublicArguments = Step{}
 
 // LabelInputs is the image label that carries the step's input hash.
 const LabelInputs = "rigor.inputs_sha256"
@@ -41,6 +43,14 @@ var outputType = cty.Object(map[string]cty.Type{
 	"image_id":       cty.String,
 	"context_sha256": cty.String,
 })
+
+// PublicArguments refuses secrets in what the image keeps: build arguments stay in
+// its history and labels and tags in its configuration, for anyone who can pull or
+// inspect it.
+func (Step) PublicArguments() map[string]string {
+	kept := "The image keeps it (docker history, docker inspect) for anyone who can pull or inspect it; keep secrets out of images."
+	return map[string]string{"build_args": kept, "labels": kept, "tags": kept}
+}
 
 // Spec is the schema of a build step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }

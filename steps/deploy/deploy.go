@@ -20,6 +20,7 @@ type Step struct{}
 var _ engine.Step = Step{}
 var _ engine.DefaultTimeout = Step{}
 var _ engine.Refresher = Step{}
+var _ engine.Placer = Step{}
 var _ engine.PinnedInputs = Step{}
 
 var spec = hcldec.ObjectSpec{
@@ -140,6 +141,9 @@ func WriteJSON(path string, v any) error {
 
 // RefreshKey is the endpoint (on its runtime host) the deploy put a target on.
 func (Step) RefreshKey(config cty.Value) string { return target.RefreshKey(config) }
+
+// Places names the target this step puts in place (engine.Placer).
+func (Step) Places(config cty.Value) string { return target.Placement(config) }
 
 // Refresh re-inspects the deployed target and compares it with the recorded outputs.
 func (Step) Refresh(ctx context.Context, config, outputs cty.Value) error {

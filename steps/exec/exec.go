@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps/internal/child"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -21,6 +24,7 @@ type Step struct{}
 var _ engine.Step = Step{}
 var _ engine.FileInputs = Step{}
 var _ engine.DefaultTimeout = Step{}
+var _ plans.PublicArguments = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"command":       &hcldec.AttrSpec{Name: "command", Type: cty.List(cty.String), Required: true},
@@ -34,6 +38,17 @@ var outputType = cty.Object(map[string]cty.Type{
 	"exit_code":     cty.Number,
 	"stdout_sha256": cty.String,
 })
+
+// PublicArguments refuses secrets on the command line and in names of files and
+// directories, which the journal and every user of the host can read.
+func (Step) PublicArguments() map[string]string {
+	cmd := "A command line is visible to every user of the host (ps, /proc). Pass secrets to the command through env instead, e.g. env = { API_KEY = var.api_key }, and read $API_KEY in the command."
+	return map[string]string{
+		"command": cmd,
+		"dir":     "The working directory is a path in the journal's inputs and in the process list.",
+		"inputs":  "Input paths are listed in the journal's inputs.",
+	}
+}
 
 // Spec is the schema of an exec step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
@@ -78,20 +93,13 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 			dir = filepath.Join(sc.BaseDir, dir)
 		}
 	}
+	env, err := child.Declared(cfg.GetAttr("env"))
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = os.Environ()
-	if v := cfg.GetAttr("env"); !v.IsNull() {
-		var keys []string
-		m := v.AsValueMap()
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			cmd.Env = append(cmd.Env, k+"="+m[k].AsString())
-		}
-	}
+	cmd.Env = child.Env(env...)
 	cmd.WaitDelay = 5 * time.Second
 	stdout, err := os.Create(sc.Path("stdout.txt"))
 	if err != nil {
@@ -103,10 +111,15 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		return engine.Failed(engine.ClassInternal, "create stderr artefact: %v", err)
 	}
 	defer stderr.Close()
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// The output is evidence: a secret the command was given through env and
+	// printed is redacted before it reaches the files.
+	redact := engine.NewRedactor(sc.Secrets...)
+	outW, errW := redact.Stream(stdout), redact.Stream(stderr)
+	cmd.Stdout, cmd.Stderr = outW, errW
 	runErr := cmd.Run()
-	_ = stdout.Sync()
-	_ = stderr.Sync()
+	if err := errors.Join(outW.Close(), errW.Close(), stdout.Sync(), stderr.Sync()); err != nil {
+		return engine.Failed(engine.ClassInternal, "keep the output of %q: %v", argv[0], err)
+	}
 	sum, _ := fileSHA256(sc.Path("stdout.txt"))
 	code := 0
 	var exitErr *osexec.ExitError
@@ -117,14 +130,37 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	case errors.Is(runErr, osexec.ErrNotFound) || errors.Is(runErr, os.ErrNotExist):
 		return engine.Failed(engine.ClassToolMissing, "command %q not found: %v", argv[0], runErr)
 	default:
-		return engine.Failed(class, "command %q could not run: %v", argv[0], runErr)
+		return sc.Redacted(engine.Failed(class, "command %q could not run: %v", argv[0], runErr))
 	}
 	out := cty.ObjectVal(map[string]cty.Value{"exit_code": cty.NumberIntVal(int64(code)), "stdout_sha256": cty.StringVal(sum)})
 	if ctx.Err() != nil {
 		return engine.Result{Status: engine.StatusFailed, Message: fmt.Sprintf("command %q stopped: %v", argv[0], ctx.Err())}
 	}
 	if code != 0 {
-		return engine.FailedWith(class, out, "command %q exited with status %d (stderr kept in stderr.txt)", argv[0], code)
+		return engine.FailedWith(class, out, "command %q exited with status %d: %s (stderr kept in stderr.txt)", argv[0], code, lastLine(sc.Path("stderr.txt")))
 	}
 	return engine.Succeeded(out)
+}
+
+// lastLine is the last non-empty line of a kept output file, shortened, for the
+// failure message. The file is already redacted, so the message is too.
+func lastLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "stderr unreadable"
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > 4096 {
+		_, _ = f.Seek(-4096, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" {
+		return "no stderr"
+	}
+	if r := []rune(last); len(r) > 200 {
+		last = string(r[:200]) + "…"
+	}
+	return last
 }

@@ -21,6 +21,7 @@ type Step struct{}
 var _ engine.Step = Step{}
 var _ engine.DefaultTimeout = Step{}
 var _ engine.Refresher = Step{}
+var _ engine.Placer = Step{}
 var _ engine.PinnedInputs = Step{}
 
 var spec = hcldec.ObjectSpec{
@@ -189,6 +190,9 @@ func writeJSON(path string, v any) error {
 
 // RefreshKey is the endpoint (on its runtime host) whose container identity vouched for.
 func (Step) RefreshKey(config cty.Value) string { return target.RefreshKey(config) }
+
+// Places names the target this step puts in place (engine.Placer).
+func (Step) Places(config cty.Value) string { return target.Placement(config) }
 
 // Refresh re-inspects the target and compares it with the recorded identity.
 func (Step) Refresh(ctx context.Context, config, outputs cty.Value) error {

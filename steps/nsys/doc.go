@@ -19,6 +19,11 @@
 // the CUDA graph), the unmapped fraction, the capture interval and the export's
 // warnings; every sum of kernel times overlaps and is labelled so.
 //
+// nsys and the docker CLI get PATH, HOME, LANG, TMPDIR, DOCKER_HOST (the target's
+// host) and the step's env, nothing else of rigor's environment; inside a container
+// the env entries are passed by name (docker exec -e KEY), so no value is on a
+// command line. Kept output is redacted of the step's secrets.
+//
 // Classes: nsys (or docker, in a container) missing is "tool_missing" with a message
 // that says what to install or set; a command that fails or leaves no report is
 // "exec". The step never retries.

@@ -6,18 +6,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps/internal/child"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -27,6 +27,7 @@ type Step struct{}
 
 var _ engine.Step = Step{}
 var _ engine.DefaultTimeout = Step{}
+var _ plans.PublicArguments = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"target":    &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType},
@@ -54,6 +55,13 @@ var outputType = cty.Object(map[string]cty.Type{
 	"duration_s": cty.Number,
 })
 
+// PublicArguments refuses secrets in what becomes the argv of nsys or docker: the
+// process list shows it and capture.json keeps it.
+func (Step) PublicArguments() map[string]string {
+	argv := "It is part of the nsys (or docker exec) command line, which every user of the host can see and capture.json keeps. Pass secrets through env instead, e.g. env = { API_KEY = var.api_key }."
+	return map[string]string{"command": argv, "args": argv, "container": argv, "nsys": argv, "docker": argv, "output": argv}
+}
+
 // Spec is the schema of an nsys step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
 
@@ -76,7 +84,8 @@ type plan struct {
 	args      []string
 	duration  time.Duration
 	output    string
-	env       []string
+	env       []string // declared env, and DOCKER_HOST for the docker CLI
+	envKeys   []string // the names of the declared env, passed on by docker exec
 }
 
 func readPlan(sc *engine.StepContext) (plan, error) {
@@ -139,20 +148,32 @@ func readPlan(sc *engine.StepContext) (plan, error) {
 	default:
 		return p, fmt.Errorf("where = %q: want \"host\" or \"container\"", p.where)
 	}
-	if v := cfg.GetAttr("env"); !v.IsNull() {
-		m := v.AsValueMap()
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			p.env = append(p.env, k+"="+m[k].AsString())
-		}
+	env, err := child.Declared(cfg.GetAttr("env"))
+	if err != nil {
+		return p, err
+	}
+	p.env = env
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		p.envKeys = append(p.envKeys, k)
+	}
+	if p.dockerEnv != "" {
+		p.env = append(p.env, "DOCKER_HOST="+p.dockerEnv)
 	}
 	return p, nil
 }
 
 // prefix is how an nsys command runs: nsys on the host, or docker exec in the
-// container.
+// container. docker exec passes the declared env into the container by name
+// (-e KEY takes the value from the docker CLI's own environment), so no value is
+// ever on a command line.
 func (p plan) prefix() []string {
 	if p.where == "container" {
-		return []string{p.docker, "exec", p.container, p.nsys}
+		argv := []string{p.docker, "exec"}
+		for _, k := range p.envKeys {
+			argv = append(argv, "-e", k)
+		}
+		return append(argv, p.container, p.nsys)
 	}
 	return []string{p.nsys}
 }
@@ -267,14 +288,16 @@ func trailingNL(lines []string) string {
 func (p plan) run(ctx context.Context, sc *engine.StepContext, name string, argv []string, warnings *[]string) *engine.Result {
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = sc.Dir
-	cmd.Env = append(os.Environ(), p.env...)
-	if p.dockerEnv != "" {
-		cmd.Env = append(cmd.Env, "DOCKER_HOST="+p.dockerEnv)
-	}
+	cmd.Env = child.Env(p.env...)
 	cmd.WaitDelay = 10 * time.Second
+	// Kept output is evidence: secrets the command was given through env are
+	// redacted before anything is kept or quoted.
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	redact := engine.NewRedactor(sc.Secrets...)
+	outW, errW := redact.Stream(&stdout), redact.Stream(&stderr)
+	cmd.Stdout, cmd.Stderr = outW, errW
 	err := cmd.Run()
+	_, _ = outW.Close(), errW.Close()
 	_ = os.WriteFile(sc.Path(name+".stdout.txt"), stdout.Bytes(), 0o644)
 	_ = os.WriteFile(sc.Path(name+".stderr.txt"), stderr.Bytes(), 0o644)
 	if warnings != nil {
@@ -296,7 +319,7 @@ func (p plan) run(ctx context.Context, sc *engine.StepContext, name string, argv
 		r := engine.Failed(engine.ClassTimeout, "%s did not finish within its bound: %v (output kept in %s.*.txt)", name, ctx.Err(), name)
 		return &r
 	}
-	r := engine.Failed(engine.ClassExec, "%s failed: %v (%s; output kept in %s.*.txt)", name, err, firstLine(stderr.String()), name)
+	r := sc.Redacted(engine.Failed(engine.ClassExec, "%s failed: %v (%s; output kept in %s.*.txt)", name, err, firstLine(stderr.String()), name))
 	return &r
 }
 

@@ -45,7 +45,9 @@ echo "docker $@" >> "$FAKE_LOG"
 map() { echo "$1" | sed "s#/tmp/rigor-nsys#$FAKE_ROOT#g"; }
 case $1 in
 exec)
-  shift; c=$1; shift
+  shift
+  while [ "$1" = "-e" ]; do shift 2; done
+  c=$1; shift
   [ "$c" = "gpu-box" ] || { echo "Error: No such container: $c" >&2; exit 1; }
   for a in "$@"; do set -- "$@" "$(map "$a")"; shift; done
   exec "$@"
@@ -63,7 +65,8 @@ func writeScript(t *testing.T, dir, name, body string) {
 	}
 }
 
-func stepContext(t *testing.T, where string, tv cty.Value) *engine.StepContext {
+// stepContext is an nsys step's context; env is the step's declared env, KEY=VALUE.
+func stepContext(t *testing.T, where string, tv cty.Value, env ...string) *engine.StepContext {
 	t.Helper()
 	cfg := map[string]cty.Value{}
 	for k := range spec {
@@ -72,6 +75,14 @@ func stepContext(t *testing.T, where string, tv cty.Value) *engine.StepContext {
 	cfg["command"] = cty.ListVal([]cty.Value{cty.StringVal("python3"), cty.StringVal("bench.py")})
 	cfg["args"] = cty.NullVal(cty.List(cty.String))
 	cfg["env"] = cty.NullVal(cty.Map(cty.String))
+	if len(env) > 0 {
+		m := map[string]cty.Value{}
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			m[k] = cty.StringVal(v)
+		}
+		cfg["env"] = cty.MapVal(m)
+	}
 	cfg["duration"] = cty.StringVal("2s")
 	cfg["output"] = cty.StringVal("flare-c4")
 	if where != "" {
@@ -89,8 +100,7 @@ func TestHostCaptureKeepsEvidence(t *testing.T) {
 	writeScript(t, bin, "nsys", fakeNsys)
 	log := filepath.Join(t.TempDir(), "argv.log")
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("FAKE_LOG", log)
-	sc := stepContext(t, "host", cty.NilVal)
+	sc := stepContext(t, "host", cty.NilVal, "FAKE_LOG="+log)
 	res := Step{}.Run(context.Background(), sc)
 	if res.Status != engine.StatusSucceeded {
 		t.Fatalf("%s (%s): %s", res.Status, res.Class, res.Message)
@@ -111,21 +121,21 @@ func TestContainerCaptureThroughDockerExec(t *testing.T) {
 	writeScript(t, bin, "docker", fakeDocker)
 	log := filepath.Join(t.TempDir(), "argv.log")
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("FAKE_LOG", log)
-	t.Setenv("FAKE_ROOT", t.TempDir())
 	tv := cty.ObjectVal(map[string]cty.Value{
 		"name": cty.StringVal("flare"), "container": cty.StringVal("gpu-box"), "endpoint": cty.StringVal("http://127.0.0.1:1"),
 		"runtime": cty.StringVal("docker"),
 		"host":    cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("node"), "docker": cty.StringVal("unix:///var/run/docker.sock")}),
 	})
-	sc := stepContext(t, "", tv) // a docker target profiles in its container by default
+	// A docker target profiles in its container by default.
+	sc := stepContext(t, "", tv, "FAKE_LOG="+log, "FAKE_ROOT="+t.TempDir())
 	res := Step{}.Run(context.Background(), sc)
 	if res.Status != engine.StatusSucceeded {
 		t.Fatalf("%s (%s): %s", res.Status, res.Class, res.Message)
 	}
 	assertEvidence(t, sc)
 	argv, _ := os.ReadFile(log)
-	if !strings.Contains(string(argv), "docker exec gpu-box nsys profile --duration=2 --output=/tmp/rigor-nsys/flare-c4") {
+	// The declared env goes into the container by name, never by value.
+	if !strings.Contains(string(argv), "docker exec -e FAKE_LOG -e FAKE_ROOT gpu-box nsys profile --duration=2 --output=/tmp/rigor-nsys/flare-c4") {
 		t.Errorf("not run through docker exec in the target's container: %s", argv)
 	}
 }
@@ -172,5 +182,55 @@ func TestProfileFailureIsExec(t *testing.T) {
 	}
 	if _, err := os.Stat(sc.Path("capture.json")); err != nil {
 		t.Errorf("a failed capture still records its interval: %v", err)
+	}
+}
+
+// fakeNsysEnv records its environment and prints the API key it was given on both
+// streams, then fails quoting it, as a careless profiling wrapper would.
+const fakeNsysEnv = `#!/bin/sh
+env > "$FAKE_LOG.env"
+echo "using key $API_KEY"
+echo "Error: key $API_KEY rejected" >&2
+exit 2
+`
+
+// TestNsysChildGetsOnlyItsEnv runs nsys with a secret in rigor's environment and
+// the same secret declared in the step's env: the child sees the declared entry and
+// none of rigor's other variables, and the secret is redacted from the kept output
+// and from the failure message that quotes it.
+func TestNsysChildGetsOnlyItsEnv(t *testing.T) {
+	bin := t.TempDir()
+	writeScript(t, bin, "nsys", fakeNsysEnv)
+	log := filepath.Join(t.TempDir(), "argv.log")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	const secret = "sk-nsys-0123456789"
+	t.Setenv(plans.EnvPrefix+"api_key", secret)
+	t.Setenv("OTHER_TOKEN", "ghp-should-not-leak")
+	sc := stepContext(t, "host", cty.NilVal, "FAKE_LOG="+log, "API_KEY="+secret)
+	sc.Secrets = []string{secret}
+	res := Step{}.Run(context.Background(), sc)
+	if res.Class != engine.ClassExec || !strings.Contains(res.Message, "Error: key (sensitive) rejected") || strings.Contains(res.Message, secret) {
+		t.Fatalf("%s (%s): %s; want an exec failure quoting the redacted stderr", res.Status, res.Class, res.Message)
+	}
+	env, err := os.ReadFile(log + ".env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(env), "API_KEY="+secret) {
+		t.Errorf("the declared env did not reach nsys:\n%s", env)
+	}
+	for _, leak := range []string{plans.EnvPrefix + "api_key", "OTHER_TOKEN"} {
+		if strings.Contains(string(env), leak) {
+			t.Errorf("rigor's %s reached the child:\n%s", leak, env)
+		}
+	}
+	for _, name := range []string{"nsys-profile.stdout.txt", "nsys-profile.stderr.txt"} {
+		b, err := os.ReadFile(sc.Path(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), secret) || !strings.Contains(string(b), "key (sensitive)") {
+			t.Errorf("%s is not redacted: %q", name, b)
+		}
 	}
 }

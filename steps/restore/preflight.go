@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps/internal/child"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -100,15 +102,25 @@ func preflightCommands(cfg cty.Value) [][]string {
 	return out
 }
 
-// runPreflight runs one command from the campaign directory with the endpoint in
-// its environment, keeping its combined output as evidence.
+// runPreflight runs one command from the campaign directory with the target in its
+// environment (RIGOR_ENDPOINT, RIGOR_MODEL, RIGOR_TARGET, and RIGOR_API_KEY when the
+// target declares api_key) and nothing else of rigor's but steps/internal/child's
+// Inherited variables, keeping its combined output, secrets redacted, as evidence.
 func runPreflight(ctx context.Context, sc *engine.StepContext, t target.Target, argv []string, outPath string) error {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = sc.BaseDir
-	cmd.Env = append(os.Environ(), "RIGOR_ENDPOINT="+t.Endpoint, "RIGOR_MODEL="+t.Model, "RIGOR_TARGET="+t.Name)
-	out, err := cmd.CombinedOutput()
-	_ = os.WriteFile(outPath, out, 0o644)
+	env := []string{"RIGOR_ENDPOINT=" + t.Endpoint, "RIGOR_MODEL=" + t.Model, "RIGOR_TARGET=" + t.Name}
+	if t.APIKey != "" {
+		env = append(env, "RIGOR_API_KEY="+t.APIKey)
+	}
+	cmd.Env = child.Env(env...)
+	var out bytes.Buffer
+	w := engine.NewRedactor(sc.Secrets...).Stream(&out)
+	cmd.Stdout, cmd.Stderr = w, w
+	err := cmd.Run()
+	_ = w.Close()
+	_ = os.WriteFile(outPath, out.Bytes(), 0o644)
 	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/deploy"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
@@ -23,13 +24,26 @@ var _ engine.DefaultTimeout = Step{}
 var _ engine.FileInputs = Step{}
 var _ engine.PinnedInputs = Step{}
 var _ engine.Refresher = Step{}
+var _ engine.Placer = Step{}
+var _ plans.PublicArguments = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"target":          &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
 	"protected_files": &hcldec.AttrSpec{Name: "protected_files", Type: cty.List(cty.String)},
 	// preflight lists commands run after health, e.g. [["sh", "-c", "curl -fsS $RIGOR_ENDPOINT/v1/models"]];
-	// without it the target's preflight applies.
+	// without it the target's preflight applies. They get RIGOR_ENDPOINT, RIGOR_MODEL,
+	// RIGOR_TARGET and RIGOR_API_KEY (the target's api_key), not rigor's environment.
 	"preflight": &hcldec.AttrSpec{Name: "preflight", Type: cty.List(cty.List(cty.String))},
+}
+
+// preflightAdvice says why a secret may not be in a preflight command and where it
+// goes instead; plans says the same for a target's preflight.
+const preflightAdvice = "Preflight commands are command lines, visible to every user of the host. A preflight reads the target's api_key from $RIGOR_API_KEY (and RIGOR_ENDPOINT, RIGOR_MODEL, RIGOR_TARGET) instead."
+
+// PublicArguments refuses secrets in preflight command lines, which every user of
+// the host can see.
+func (Step) PublicArguments() map[string]string {
+	return map[string]string{"preflight": preflightAdvice}
 }
 
 // Spec is the schema of a restore step body.
@@ -76,6 +90,9 @@ func (s Step) PinnedInputs(config cty.Value, baseDir string) (map[string]string,
 
 // RefreshKey is the endpoint (on its runtime host) the restore put the incumbent on.
 func (Step) RefreshKey(config cty.Value) string { return target.RefreshKey(config) }
+
+// Places names the target this step puts in place (engine.Placer).
+func (Step) Places(config cty.Value) string { return target.Placement(config) }
 
 // Refresh re-inspects the restored incumbent and compares it with the recorded outputs.
 func (Step) Refresh(ctx context.Context, config, outputs cty.Value) error {

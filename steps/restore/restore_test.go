@@ -116,6 +116,14 @@ step "restore" "incumbent" {
 // step_end record and receipt.
 func apply(t *testing.T, src, name, preflight string) (engine.Record, map[string]any) {
 	t.Helper()
+	rec, receipt, _ := applyWith(t, src, name, preflight, nil)
+	return rec, receipt
+}
+
+// applyWith runs a campaign template with the given RIGOR_VAR_ environment and also
+// returns the state directory.
+func applyWith(t *testing.T, src, name, preflight string, env []string) (engine.Record, map[string]any, string) {
+	t.Helper()
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -132,7 +140,7 @@ func apply(t *testing.T, src, name, preflight string) (engine.Record, map[string
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(src, name, addr, preflight, simDir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, _, diags := plans.Load(path, plans.Options{StepTypes: steps.Registry().Types(), Env: []string{}})
+	p, _, diags := plans.Load(path, plans.Options{StepTypes: steps.Registry().Types(), Env: append([]string{}, env...)})
 	if diags.HasErrors() {
 		t.Fatalf("load: %v", diags)
 	}
@@ -154,11 +162,11 @@ func apply(t *testing.T, src, name, preflight string) (engine.Record, map[string
 			if err := json.Unmarshal(b, &receipt); err != nil {
 				t.Fatal(err)
 			}
-			return r, receipt
+			return r, receipt, state
 		}
 	}
 	t.Fatal("no restore step_end")
-	return engine.Record{}, nil
+	return engine.Record{}, nil, ""
 }
 
 func TestRestoreRunsPreflightAgainstTheIncumbent(t *testing.T) {
@@ -233,4 +241,32 @@ func mustOpen(t *testing.T, name, dir string) *sim.Host {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestPreflightGetsTheTargetKeyAndNothingElse gives the incumbent a sensitive
+// api_key: the preflight reads it as RIGOR_API_KEY, sees none of rigor's own
+// environment, and its kept output has the key redacted.
+func TestPreflightGetsTheTargetKeyAndNothingElse(t *testing.T) {
+	const secret = "sk-restore-0123456789"
+	t.Setenv(plans.EnvPrefix+"api_key", secret)
+	withKey := strings.Replace(campaign, `target "incumbent" {`, `variable "api_key" {
+  sensitive = true
+}
+target "incumbent" {
+  api_key    = var.api_key`, 1)
+	rec, _, state := applyWith(t, withKey, "key", `test "$RIGOR_API_KEY" = "`+secret+`" && echo "authorized with $RIGOR_API_KEY" && env`,
+		[]string{plans.EnvPrefix + "api_key=" + secret})
+	if rec.Status != engine.StatusSucceeded {
+		t.Fatalf("restore %s/%s: %s; the preflight did not get RIGOR_API_KEY", rec.Status, rec.Class, rec.Message)
+	}
+	out, err := os.ReadFile(filepath.Join(state, rec.Dir, "preflight-1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "authorized with (sensitive)") || strings.Contains(string(out), secret) {
+		t.Errorf("preflight output not redacted:\n%s", out)
+	}
+	if strings.Contains(string(out), plans.EnvPrefix) {
+		t.Errorf("rigor's environment reached the preflight:\n%s", out)
+	}
 }

@@ -144,3 +144,18 @@ func Refresh(ctx context.Context, config, outputs cty.Value) error {
 	}
 	return nil
 }
+
+// Placement names the target a step's configuration puts in place or runs against
+// (engine.Placer, engine.RunsAgainst): its host, container and image, so a deploy of
+// the candidate and a block against the candidate name the same thing, and the
+// incumbent's deploy does not.
+func Placement(config cty.Value) string {
+	if !config.Type().IsObjectType() || !config.Type().HasAttribute("target") {
+		return ""
+	}
+	t, err := FromValue(config.GetAttr("target"))
+	if err != nil {
+		return ""
+	}
+	return t.Host + "/" + t.Container + "@" + t.Image
+}
