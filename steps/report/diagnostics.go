@@ -30,14 +30,15 @@ import (
 //     samples, then the earliest. Captures of any other incarnation are listed and
 //     counted, never pooled.
 //   - overlap.json (schemas/overlap.schema.json), written by the engine for a capture
-//     declared to run during a block, is shown beside the capture with the overlap
-//     the two windows give; without it the capture says "overlap not recorded".
+//     declared with during = a block, is shown beside the capture, and its
+//     overlapped flag (the capture ran within the block's load) is checked against
+//     its two windows; without it the capture says "overlap not recorded".
 //   - The observer-overhead comparison of an Nsight capture needs both blocks: the
-//     profiled one (overlap.json's block, when the windows overlap) and the control
-//     the nsys step names (capture.json "control"). The difference is shown against
-//     the block-to-block range of the unprofiled blocks (no capture's overlap.json
-//     names them) of the same arm, concurrency, corpus and container incarnation as
-//     the control.
+//     profiled one (overlap.json's block, when the capture ran within its load) and
+//     the control the nsys step names (capture.json "control"). The difference is
+//     shown against the block-to-block range of the unprofiled blocks (no capture's
+//     window intersected them) of the same arm, concurrency, corpus and container
+//     incarnation as the control.
 
 // OverlapNotRecorded is what a capture without overlap.json says.
 const OverlapNotRecorded = "overlap not recorded"
@@ -68,20 +69,26 @@ type UTCWindow struct {
 	End   string `json:"end"`
 }
 
-// Overlap is a capture's overlap with the block it was declared to run during.
+// Overlap is a capture's overlap with the block it was declared to run during
+// (overlap.json, written by the engine for `during`).
 type Overlap struct {
-	Recorded      bool       `json:"recorded"`
-	Note          string     `json:"note"`
-	Block         string     `json:"block,omitempty"`
-	Declared      string     `json:"declared,omitempty"`
+	Recorded bool   `json:"recorded"`
+	Note     string `json:"note"`
+	Block    string `json:"block,omitempty"`
+	Declared string `json:"declared,omitempty"`
+	// BlockWindow is the block's load (first request to its end); a side is ""
+	// when the block sent nothing, or was still running when the capture ended.
 	BlockWindow   *UTCWindow `json:"block_window,omitempty"`
 	CaptureWindow *UTCWindow `json:"capture_window,omitempty"`
-	Overlapped    bool       `json:"overlapped"`
-	// OverlapS is the length of the intersection of the two windows; Consistent
-	// says whether the overlapped flag agrees with it.
-	OverlapS   float64 `json:"overlap_s"`
-	BlockS     float64 `json:"block_s"`
-	Consistent bool    `json:"consistent"`
+	// Overlapped is the engine's word that the capture ran within the block's load;
+	// Consistent says whether the windows agree. OverlapS is how long the two
+	// windows intersect (a block still running counts as running to the capture's
+	// end), and RequestsDone the block's requests completed by the capture's end.
+	Overlapped   bool    `json:"overlapped"`
+	Consistent   bool    `json:"consistent"`
+	OverlapS     float64 `json:"overlap_s"`
+	RequestsDone int     `json:"block_requests_completed_at_capture_end"`
+	Detail       string  `json:"detail,omitempty"`
 }
 
 // TraceCaptureRow is one attempt of a trace step.
@@ -240,39 +247,56 @@ func (ev *evidence) overlap(c captureAttempt) Overlap {
 	return o
 }
 
-// parseOverlap validates an overlap.json and checks its flag against its windows.
+// parseOverlap validates an overlap.json and checks its flag against its windows:
+// the capture ran within the block's load when it started no earlier than the
+// block's first request and the block had not ended before the capture did.
 func parseOverlap(b []byte) (Overlap, error) {
 	if err := schemas.Validate("overlap", b); err != nil {
 		return Overlap{}, err
 	}
 	var doc struct {
-		Block         string    `json:"block"`
-		BlockWindow   UTCWindow `json:"block_window"`
-		CaptureWindow UTCWindow `json:"capture_window"`
-		Overlapped    bool      `json:"overlapped"`
-		Declared      string    `json:"declared"`
+		Block         string                          `json:"block"`
+		Declared      string                          `json:"declared"`
+		BlockWindow   struct{ Start, End *time.Time } `json:"block_window"`
+		CaptureWindow struct{ Start, End time.Time }  `json:"capture_window"`
+		Requests      int                             `json:"block_requests_completed_at_capture_end"`
+		Overlapped    bool                            `json:"overlapped"`
+		Detail        string                          `json:"detail"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return Overlap{}, err
 	}
-	t := func(s string) time.Time { x, _ := time.Parse(time.RFC3339Nano, s); return x }
-	bs, be, cs, ce := t(doc.BlockWindow.Start), t(doc.BlockWindow.End), t(doc.CaptureWindow.Start), t(doc.CaptureWindow.End)
-	if be.Before(bs) || ce.Before(cs) {
+	bs, be, cs, ce := doc.BlockWindow.Start, doc.BlockWindow.End, doc.CaptureWindow.Start, doc.CaptureWindow.End
+	if ce.Before(cs) || (bs != nil && be != nil && be.Before(*bs)) {
 		return Overlap{}, fmt.Errorf("a window ends before it starts")
 	}
-	inter := max(time.Duration(0), minTime(be, ce).Sub(maxTime(bs, cs)))
-	o := Overlap{Recorded: true, Block: doc.Block, Declared: doc.Declared, BlockWindow: &doc.BlockWindow, CaptureWindow: &doc.CaptureWindow,
-		Overlapped: doc.Overlapped, OverlapS: inter.Seconds(), BlockS: be.Sub(bs).Seconds()}
-	o.Consistent = doc.Overlapped == (inter > 0)
+	str := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	o := Overlap{Recorded: true, Block: doc.Block, Declared: doc.Declared, Overlapped: doc.Overlapped, RequestsDone: doc.Requests, Detail: doc.Detail,
+		BlockWindow: &UTCWindow{Start: str(bs), End: str(be)}, CaptureWindow: &UTCWindow{Start: str(&cs), End: str(&ce)}}
+	within := false
+	if bs != nil {
+		end := ce // a block still running when the capture ended
+		if be != nil {
+			end = *be
+		}
+		o.OverlapS = max(time.Duration(0), minTime(end, ce).Sub(maxTime(*bs, cs))).Seconds()
+		within = !cs.Before(*bs) && (be == nil || !be.Before(ce))
+	}
+	o.Consistent = doc.Overlapped == within
 	switch {
-	case !o.Consistent && doc.Overlapped:
-		o.Note = fmt.Sprintf("says it overlapped %s, but its windows do not intersect", doc.Block)
-	case !o.Consistent:
-		o.Note = fmt.Sprintf("says it did not overlap %s, but its windows intersect for %s s", doc.Block, fmtF(o.OverlapS, 3))
+	case o.Consistent && within:
+		o.Note = fmt.Sprintf("ran within %s's load (%s): %s s, %d of its requests completed by the capture's end", doc.Block, doc.Declared, fmtF(ce.Sub(cs).Seconds(), 3), doc.Requests)
+	case o.Consistent:
+		o.Note = fmt.Sprintf("did not run within %s's load: %s; not a capture under load", doc.Block, doc.Detail)
 	case doc.Overlapped:
-		o.Note = fmt.Sprintf("ran during %s: %s s of the block's %s s request window (%s)", doc.Block, fmtF(o.OverlapS, 3), fmtF(o.BlockS, 3), pct(o.OverlapS/max(o.BlockS, 1e-12)))
+		o.Note = fmt.Sprintf("says it ran within %s's load, but its windows say otherwise", doc.Block)
 	default:
-		o.Note = fmt.Sprintf("did not overlap %s: not a capture under load", doc.Block)
+		o.Note = fmt.Sprintf("says it did not run within %s's load, but its windows say it did", doc.Block)
 	}
 	return o, nil
 }
@@ -315,15 +339,16 @@ func (ev *evidence) diagnostics() *Diagnostics {
 	for _, c := range nsight {
 		d.NsightCaptures = append(d.NsightCaptures, ev.nsightCapture(c))
 	}
-	// A block any capture ran during was observed: it is never an unprofiled block.
+	// A block any capture's window intersected was observed: it is never an
+	// unprofiled block.
 	observed := map[string]bool{}
 	for _, c := range d.TraceCaptures {
-		if c.Overlap.Recorded && c.Overlap.Overlapped {
+		if c.Overlap.OverlapS > 0 {
 			observed[c.Overlap.Block] = true
 		}
 	}
 	for _, c := range d.NsightCaptures {
-		if c.Overlap.Recorded && c.Overlap.Overlapped {
+		if c.Overlap.OverlapS > 0 {
 			observed[c.Overlap.Block] = true
 		}
 	}
@@ -489,7 +514,7 @@ func (ev *evidence) overhead(row NsightCapture, observed map[string]bool) (*Over
 	case !row.Overlap.Recorded:
 		return nil, "no profiled block: " + OverlapNotRecorded
 	case !row.Overlap.Overlapped || !row.Overlap.Consistent:
-		return nil, "no profiled block: the capture did not overlap " + row.Overlap.Block
+		return nil, "no profiled block: the capture did not run within the load of " + row.Overlap.Block
 	}
 	prof, ctrl := ev.blockByAddr(row.Overlap.Block), ev.blockByAddr(row.Control)
 	switch {

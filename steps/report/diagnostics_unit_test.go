@@ -17,10 +17,19 @@ import (
 	"github.com/rigor-bench/rigor/steps/trace"
 )
 
+// overlapDoc is overlap.json as engine/during.go writes it; "" is a null time.
 func overlapDoc(block, blockStart, blockEnd, capStart, capEnd string, overlapped bool) []byte {
+	t := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
 	b, _ := json.Marshal(map[string]any{
-		"block": block, "block_window": map[string]string{"start": blockStart, "end": blockEnd},
-		"capture_window": map[string]string{"start": capStart, "end": capEnd}, "overlapped": overlapped, "declared": "after 8 completed requests",
+		"block": block, "declared": "after 8 completed requests",
+		"block_window":   map[string]any{"start": t(blockStart), "end": t(blockEnd)},
+		"capture_window": map[string]any{"start": capStart, "end": capEnd},
+		"block_requests_completed_at_capture_end": 12, "overlapped": overlapped, "detail": "what the engine saw",
 	})
 	return b
 }
@@ -33,16 +42,20 @@ func TestParseOverlap(t *testing.T) {
 		overlapS   float64
 		note, err  string
 	}{
-		"inside the block": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:00:10Z", "2026-10-22T03:00:11Z", true),
-			consistent: true, overlapS: 1, note: "ran during block.x: 1.000 s of the block's 120.000 s request window (0.83%)"},
-		"starts before the block": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T02:59:59.5Z", "2026-10-22T03:00:00.5Z", true),
-			consistent: true, overlapS: 0.5, note: "0.500 s of the block's"},
-		"ended before the block, said so": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T02:59:00Z", "2026-10-22T02:59:01Z", false),
-			consistent: true, note: "did not overlap block.x: not a capture under load"},
-		"claims an overlap its windows deny": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:02:01Z", "2026-10-22T03:02:02Z", true),
-			note: "says it overlapped block.x, but its windows do not intersect"},
-		"denies an overlap its windows show": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:01:00Z", "2026-10-22T03:01:01Z", false),
-			overlapS: 1, note: "says it did not overlap block.x, but its windows intersect for 1.000 s"},
+		"within the block's load": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:00:10Z", "2026-10-22T03:00:11Z", true),
+			consistent: true, overlapS: 1, note: "ran within block.x's load (after 8 completed requests): 1.000 s, 12 of its requests completed by the capture's end"},
+		"block still running at the capture's end": {doc: overlapDoc("block.x", b0, "", "2026-10-22T03:00:10Z", "2026-10-22T03:00:10.5Z", true),
+			consistent: true, overlapS: 0.5, note: "ran within block.x's load"},
+		"started before the first request, said so": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T02:59:59.5Z", "2026-10-22T03:00:00.5Z", false),
+			consistent: true, overlapS: 0.5, note: "did not run within block.x's load: what the engine saw; not a capture under load"},
+		"outlasted the block, said so": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:01:59Z", "2026-10-22T03:02:01Z", false),
+			consistent: true, overlapS: 1, note: "not a capture under load"},
+		"the block sent nothing": {doc: overlapDoc("block.x", "", "", "2026-10-22T03:00:10Z", "2026-10-22T03:00:11Z", false),
+			consistent: true, note: "not a capture under load"},
+		"claims a load its windows deny": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:02:01Z", "2026-10-22T03:02:02Z", true),
+			note: "says it ran within block.x's load, but its windows say otherwise"},
+		"denies a load its windows show": {doc: overlapDoc("block.x", b0, b1, "2026-10-22T03:01:00Z", "2026-10-22T03:01:01Z", false),
+			overlapS: 1, note: "says it did not run within block.x's load, but its windows say it did"},
 		"window backwards": {doc: overlapDoc("block.x", b1, b0, b0, b1, true), err: "ends before it starts"},
 		"local time":       {doc: overlapDoc("block.x", "2026-10-22T03:00:00+02:00", b1, b0, b1, true), err: "overlap"},
 	}
@@ -58,7 +71,7 @@ func TestParseOverlap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.Consistent != tc.consistent || o.OverlapS != tc.overlapS || !strings.Contains(o.Note, tc.note) || !o.Recorded || o.Declared == "" {
+			if o.Consistent != tc.consistent || math.Abs(o.OverlapS-tc.overlapS) > 1e-9 || !strings.Contains(o.Note, tc.note) || !o.Recorded || o.Declared == "" || o.RequestsDone != 12 {
 				t.Errorf("%+v; want consistent %v, overlap %g s, note containing %q", o, tc.consistent, tc.overlapS, tc.note)
 			}
 		})
