@@ -337,3 +337,26 @@ func TestObserverOverhead(t *testing.T) {
 }
 
 func ptr[T any](x T) *T { return &x }
+
+// An overlap.json whose flag its own windows contradict is shown as it is, and is an
+// integrity problem.
+func TestInconsistentOverlapIsAnIntegrityProblem(t *testing.T) {
+	dir := t.TempDir()
+	att := "attempts/trace.t/1"
+	doc := overlapDoc("block.x", "2026-10-22T03:00:00Z", "2026-10-22T03:02:00Z", "2026-10-22T03:02:01Z", "2026-10-22T03:02:02Z", true)
+	if err := os.MkdirAll(filepath.Join(dir, att), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, att, "overlap.json"), doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev := &evidence{dir: dir}
+	end := &engine.Record{Artefacts: []engine.Artefact{{Path: att + "/overlap.json", SHA256: plans.SHA256Hex(doc)}}}
+	o := ev.overlap(captureAttempt{addr: "trace.t", n: 1, dir: att, end: end})
+	if !o.Recorded || o.Consistent || !o.Overlapped {
+		t.Errorf("%+v", o)
+	}
+	if len(ev.problems) != 1 || !strings.Contains(ev.problems[0], att+"/overlap.json: says it ran within block.x's load, but its windows say otherwise") {
+		t.Errorf("problems %q", ev.problems)
+	}
+}
