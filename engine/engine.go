@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -408,7 +409,18 @@ func (r *run) flushEvidence(sum *Summary) {
 func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, planHash string, j *Journal) error {
 	var arts []Artefact
 	write := func(name string, b []byte) error {
-		a, err := writeEvidence(stateDir, PlanDir+"/"+name, b)
+		rel := PlanDir + "/" + name
+		// A freeze the previous apply began and did not finish (killed before its
+		// plan_frozen record) may have left this very file: the same bytes are
+		// taken as they are; different bytes are another plan, never overwritten.
+		if old, err := os.ReadFile(statePath(stateDir, rel)); err == nil {
+			if !bytes.Equal(old, b) {
+				return fmt.Errorf("freeze plan: %s exists and holds another plan than this one, left by an apply that died before it froze it; nothing was frozen there, so remove %s or pass another --state", rel, filepath.Join(stateDir, PlanDir))
+			}
+			arts = append(arts, Artefact{Path: rel, Size: int64(len(b)), SHA256: plans.SHA256Hex(b)})
+			return nil
+		}
+		a, err := writeEvidence(stateDir, rel, b)
 		if err != nil {
 			return fmt.Errorf("freeze plan: %w", err)
 		}

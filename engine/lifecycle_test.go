@@ -698,3 +698,34 @@ step "world" "restore" {
 		t.Fatalf("summary %+v", sum)
 	}
 }
+
+// An apply killed while it froze the plan (files written, no plan_frozen record)
+// leaves a state the next apply freezes again: the same files are taken as they
+// are; a different plan in their place is refused, never overwritten.
+func TestCrashDuringFreeze(t *testing.T) {
+	h := newHarness(t)
+	src := header + `
+step "probe" "a" {}
+`
+	if _, err := h.apply(context.Background(), h.load(src)); err != nil {
+		t.Fatal(err)
+	}
+	// What a kill between the plan files and the first record leaves.
+	must(t, os.Remove(filepath.Join(h.state, engine.JournalFile)))
+	must(t, os.RemoveAll(filepath.Join(h.state, "attempts")))
+	must(t, os.Remove(filepath.Join(h.state, engine.ManifestFile)))
+	h.probe.order = nil
+	sum, err := h.apply(context.Background(), h.load(src))
+	if err != nil || sum.Status != engine.EndCompleted {
+		t.Fatalf("the interrupted freeze must be finished: %+v %v", sum, err)
+	}
+	if problems, err := engine.Verify(h.state); err != nil || len(problems) > 0 {
+		t.Fatalf("verify: %v %v", problems, err)
+	}
+	// Another plan over the same leftovers is refused.
+	must(t, os.Remove(filepath.Join(h.state, engine.JournalFile)))
+	_, err = h.apply(context.Background(), h.load(src+`step "probe" "b" {}`+"\n"))
+	if err == nil || !strings.Contains(err.Error(), "holds another plan than this one") {
+		t.Fatalf("want a refusal naming the leftover plan, got %v", err)
+	}
+}

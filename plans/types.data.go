@@ -48,6 +48,10 @@ var dataSchemas = map[string]*hcl.BodySchema{
 		"corpus", "corpus_seed", "nominal_context", "prefixes", "api",
 		"max_tokens", "temperature", "top_p", "seed", "reasoning_effort",
 		"fresh_prefixes", // a cold lane: new prompts every repetition
+		// The fixed-output fixture (seed 000): min_tokens and ignore_eos are sent as
+		// vLLM and SGLang name them; the assertions check every request's usage
+		// (outcome assertion_failed when it differs).
+		"min_tokens", "ignore_eos", "assert_prompt_tokens", "assert_completion_tokens",
 	),
 	blockGate: attrSchema(
 		"health", "idle", "identity", "frozen_inputs", "power_limit_watts", "gpu_count",

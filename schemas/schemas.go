@@ -73,6 +73,21 @@ func schema(name string) (*jsonschema.Schema, error) {
 	if err := c.AddResource(path, doc); err != nil {
 		return nil, err
 	}
+	// A schema may refer to another's definitions ("result.schema.json#/$defs/..."):
+	// every embedded schema is a resource of the compiler.
+	for _, other := range Names() {
+		if other == name {
+			continue
+		}
+		b, _ := files.ReadFile(other + ".schema.json")
+		d, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("schema %s.schema.json: %w", other, err)
+		}
+		if err := c.AddResource(other+".schema.json", d); err != nil {
+			return nil, err
+		}
+	}
 	s, err := c.Compile(path)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", path, err)

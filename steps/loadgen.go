@@ -3,6 +3,7 @@ package steps
 import (
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
+	"github.com/rigor-bench/rigor/steps/internal/loadgen/dataset"
 )
 
 // The block step's load generator, for one-off runs outside a campaign (`rigor
@@ -18,6 +19,18 @@ type (
 	LoadDist     = loadgen.Dist
 	LoadSecret   = loadgen.Secret
 	LoadTally    = loadgen.Tally
+
+	// Prompt sources and the figures `rigor bench` compares with other clients.
+	LoadSource            = loadgen.Source
+	LoadSourceInfo        = loadgen.SourceInfo
+	LoadCorpusSource      = loadgen.CorpusSource
+	LoadOffset            = loadgen.Offset
+	LoadFigures           = loadgen.Figures
+	LoadFigureOptions     = loadgen.FigureOptions
+	LoadStats             = loadgen.Stats
+	LoadSLO               = loadgen.SLO
+	LoadErrors            = loadgen.ErrorGroup
+	RandomDatasetSettings = dataset.RandomSettings
 )
 
 // Load generator entry points and sentinels; see package loadgen.
@@ -28,6 +41,15 @@ var (
 	ErrLoadWarmup = loadgen.ErrWarmup
 	ErrLoadConfig = loadgen.ErrConfig
 	ErrLoadBound  = loadgen.ErrBlockBound
+	ErrLoadWrite  = loadgen.ErrWrite
+
+	LoadDigest         = loadgen.Digest
+	ComputeLoadFigures = loadgen.ComputeFigures
+	LoadErrorGroups    = loadgen.ErrorGroups
+	LoadSLOMetrics     = loadgen.SLOMetrics
+	PromptsDataset     = dataset.Prompts
+	ShareGPTDataset    = dataset.ShareGPT
+	RandomDataset      = dataset.Random
 )
 
 // Load modes, APIs, corpus kinds and prefix modes, as the load generator spells them.

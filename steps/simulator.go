@@ -18,6 +18,9 @@ type SimOptions struct {
 	Engine         string // "vllm" (default) or "sglang": metric names and cache reset path
 	TimeScale      float64
 	Seed           uint64
+	// TokensPerChunk is how many tokens one SSE event carries at most (speculative
+	// decoding and stream batching send several); 0 means 1.
+	TokensPerChunk int
 	// AllocateMB, when positive, makes the server allocate and touch that many MiB
 	// AllocateAfter after it starts and hold them: inside a container with a smaller
 	// memory limit, the kernel OOM-kills it (the OOM test of the Docker runtime).
@@ -35,7 +38,7 @@ func ServeSimulator(o SimOptions) (string, func() error, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	r, err := sim.Listen(o.Listen, sim.Config{Profile: prof, ModelName: o.Model, Seed: o.Seed, TimeScale: o.TimeScale, ReasoningField: o.ReasoningField, Engine: o.Engine})
+	r, err := sim.Listen(o.Listen, sim.Config{Profile: prof, ModelName: o.Model, Seed: o.Seed, TimeScale: o.TimeScale, ReasoningField: o.ReasoningField, Engine: o.Engine, TokensPerChunk: o.TokensPerChunk})
 	if err != nil {
 		return "", nil, err
 	}

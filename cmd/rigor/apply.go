@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
@@ -136,36 +133,15 @@ func countsText(c map[engine.Status]int) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// interruptContext implements the two-stage interrupt: the first SIGINT/SIGTERM
-// cancels the running step and sends the engine to restore; the second says what a
-// kill would leave behind; the third exits at once.
+// interruptContext implements the two-stage interrupt of apply: the first
+// SIGINT/SIGTERM cancels the running step and sends the engine to restore; the second
+// says what a kill would leave behind; the third exits at once (signals.go).
 func interruptContext(g *globals) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	ch := make(chan os.Signal, 3)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		n := 0
-		for {
-			select {
-			case s := <-ch:
-				n++
-				switch n {
-				case 1:
-					g.log.Warn().Str("signal", s.String()).Msg("interrupt: cancelling the running step; always-steps (restore) run next. Interrupt again for details.")
-					cancel(errors.New(s.String()))
-				case 2:
-					g.log.Warn().Msg("restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first.")
-				default:
-					g.log.Error().Msg("exiting without finishing restore; run `rigor plan apply` on the same state to restore")
-					os.Exit(130)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return ctx, func() { signal.Stop(ch); close(done); cancel(nil) }
+	return watchInterrupts(g, interruptPlan{
+		first:  "interrupt: cancelling the running step; always-steps (restore) run next. Interrupt again for details.",
+		second: "restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first.",
+		exit:   "exiting without finishing restore; run `rigor plan apply` on the same state to restore",
+	})
 }
 
 // observer prints one line per step start and end to stderr, with the outage clock

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rigor-bench/rigor/schemas"
 	"github.com/rigor-bench/rigor/steps"
@@ -18,28 +20,25 @@ import (
 // sums to the requests, stdout carries nothing but results, and the files match their
 // schemas. With --json, stdout is result.json itself.
 func TestBenchAgainstSimulator(t *testing.T) {
-	url, stop, err := steps.ServeSimulator(steps.SimOptions{Profile: "incumbent", Listen: "127.0.0.1:0", TimeScale: 0.02, Model: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	url := benchSim(t, 0.02)
 	dir := t.TempDir()
 	args := []string{"bench", "--endpoint", url, "--model", "m", "--concurrency", "3", "--requests", "9",
-		"--max-tokens", "96", "--reasoning-effort", "low", "--nominal-context", "512", "--out", dir}
+		"--max-tokens", "96", "--reasoning-effort", "low", "--nominal-context", "512", "--goodput", "e2e:1m", "--out", dir}
 	var stdout, stderr bytes.Buffer
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	out := stdout.String()
-	// TPOT and decode tok/s may have fewer samples: a request whose tokens all came
-	// in one socket read has no generation duration, so no capacity TPOT.
+	// TPOT may have fewer samples: a request whose tokens all came in one socket read
+	// has no generation duration, so no capacity TPOT.
 	for _, re := range []string{
-		`TTFO \(ms\) +9 +[0-9.]+ +[0-9.]+ +[0-9.]+\*`,
-		`visible TTFT \(ms\) +9 `, `TPOT \(ms\) +[1-9] `, `E2E \(ms\) +9 `, `decode tok/s +[1-9] `, `effective prefill tok/s +9 `,
-		`\* p99 of fewer than 100 samples: descriptive only`,
-		`ok +9\n`, `cancelled +0\n`,
+		`TTFO +9 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+\* +[0-9.]+`,
+		`TTFT \(visible\) +9 `, `TPOT +[1-9] `, `E2E +9 `, `ITL +[0-9]+ `,
+		`\* p99 and above of fewer than 100 samples: descriptive only`,
+		`ok +9\n`, `cancelled +0\n`, `assertion_failed +0\n`,
 		`visible successes / attempted: 9/9 \(100.0%\)`,
-		`aggregate output: [0-9.]+ tok/s`,
+		`output token throughput +[0-9]+ tok/s`,
+		`goodput \(e2e <= 1m0s\) +[0-9.]+ req/s +\(9 of 9 attempted met every SLO: 100.0%\)`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("stdout lacks %q:\n%s", re, out)
@@ -48,14 +47,24 @@ func TestBenchAgainstSimulator(t *testing.T) {
 	if strings.Contains(out, "INF") {
 		t.Errorf("log lines on stdout:\n%s", out)
 	}
-	for name, schema := range map[string]string{"result.json": "result"} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schemas.Validate(schema, b); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
+	b := must(os.ReadFile(filepath.Join(dir, "result.json")))
+	if err := schemas.Validate("result", b); err != nil {
+		t.Errorf("result.json: %v", err)
+	}
+	var res benchResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	// Self-describing: version, settings (defaults too), the corpus digest, the machine.
+	bi := res.Bench
+	if bi.Rigor != buildVersion() || bi.Settings["concurrency"] != "3" || bi.Settings["timeout"] != "10m0s" || bi.Settings["percentiles"] != "50,90,95,99" ||
+		len(bi.Workload.SHA256) != 64 || bi.Workload.Source.Kind != "corpus" || bi.Machine.CPUs < 1 || bi.Endpoint != url || bi.Model != "m" {
+		t.Errorf("bench section %+v", bi)
+	}
+	// The digest is the corpus digest the block step would pin for this cell.
+	cfg := steps.LoadConfig{Concurrency: 3, Workload: steps.LoadWorkload{Corpus: "synthetic-summary", CorpusSeed: 4342, NominalContext: 512, Prefixes: "unique"}}
+	if want, err := steps.LoadDigest(steps.LoadCorpusSource{ID: cfg.CorpusID()}, 9); err != nil || bi.Workload.SHA256 != want {
+		t.Errorf("workload sha256 %s, corpus digest %s (%v)", bi.Workload.SHA256, want, err)
 	}
 	lines := bytes.Split(bytes.TrimSpace(must(os.ReadFile(filepath.Join(dir, "requests.jsonl")))), []byte("\n"))
 	if len(lines) != 9 {
@@ -71,16 +80,113 @@ func TestBenchAgainstSimulator(t *testing.T) {
 	if code := run(append(args, "--json", "--out", t.TempDir()), &stdout, &stderr); code != 0 {
 		t.Fatalf("--json exit %d", code)
 	}
-	var res struct {
+	var js struct {
 		Requests int            `json:"requests"`
 		Outcomes map[string]int `json:"outcomes"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Requests != 9 || res.Outcomes["ok"] != 9 {
+	if err := json.Unmarshal(stdout.Bytes(), &js); err != nil || js.Requests != 9 || js.Outcomes["ok"] != 9 {
 		t.Errorf("--json stdout is not result.json (%v): %s", err, stdout.String())
 	}
 	if err := schemas.Validate("result", stdout.Bytes()); err != nil {
 		t.Errorf("--json: %v", err)
 	}
+}
+
+// TestBenchSweepFiles: a sweep writes sweep.json that matches its schema, with one
+// level per concurrency and a Pareto front that holds the fastest level.
+func TestBenchSweepFiles(t *testing.T) {
+	url := benchSim(t, 0.02)
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "--endpoint", url, "--model", "m", "--concurrency", "1,4", "--requests", "8", "--max-tokens", "16",
+		"--ignore-eos", "--reasoning-effort", "none", "--percentiles", "90,99", "--out", dir}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	// Without p50 among --percentiles, the table, chart and front use the first one.
+	if !strings.Contains(stdout.String(), "TTFT p90") || !bytes.Contains(must(os.ReadFile(filepath.Join(dir, "sweep.svg"))), []byte("TTFT p90 (ms)")) {
+		t.Errorf("the sweep does not use p90:\n%s", stdout.String())
+	}
+	b := must(os.ReadFile(filepath.Join(dir, "sweep.json")))
+	if err := schemas.Validate("sweep", b); err != nil {
+		t.Errorf("sweep.json: %v", err)
+	}
+	var sw sweepResult
+	if err := json.Unmarshal(b, &sw); err != nil {
+		t.Fatal(err)
+	}
+	if len(sw.Levels) != 2 || sw.Levels[0].Name != "c1" || sw.Levels[1].Name != "c4" || sw.Chart == nil || sw.Percentile != 90 {
+		t.Fatalf("levels %+v chart %v", sw.Levels, sw.Chart)
+	}
+	// The level with the highest throughput is never dominated.
+	best := 0
+	for i, l := range sw.Levels {
+		if l.Figures.OutputTokenThroughput > sw.Levels[best].Figures.OutputTokenThroughput {
+			best = i
+		}
+	}
+	if !sw.Levels[best].Pareto.TTFT {
+		t.Errorf("the highest-throughput level %s is off the TTFT front", sw.Levels[best].Name)
+	}
+	for _, l := range sw.Levels {
+		if err := schemas.Validate("result", must(os.ReadFile(filepath.Join(dir, l.Dir, "result.json")))); err != nil {
+			t.Errorf("%s/result.json: %v", l.Dir, err)
+		}
+	}
+}
+
+// TestBenchInterruptExitCode: a SIGINT during a bench exits 130 (not 1, not a
+// failed-request code), says interrupted, and writes the result.
+func TestBenchInterruptExitCode(t *testing.T) {
+	url := benchSim(t, 0.05)
+	dir := t.TempDir()
+	done := make(chan struct{})
+	go func() {
+		// Once a request has finished, the bench is under way and watching for
+		// signals: interrupt it. A signal after run returned would kill the test.
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "requests.jsonl")); bytes.Count(b, []byte("\n")) > 0 {
+				syscall.Kill(os.Getpid(), syscall.SIGINT)
+				return
+			}
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--endpoint", url, "--model", "m", "--requests", "200", "--max-tokens", "2000", "--ignore-eos", "--out", dir}, &stdout, &stderr)
+	close(done)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d: %s", code, exitInterrupted, stderr.String())
+	}
+	for _, want := range []string{"interrupt: stopping", "Error: interrupted:"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if s := stdout.String() + stderr.String(); strings.Contains(s, "hard bound") || strings.Contains(s, "restore") {
+		t.Errorf("an interrupt is not a hard bound and has nothing to restore:\n%s", s)
+	}
+	var res benchResult
+	if err := json.Unmarshal(must(os.ReadFile(filepath.Join(dir, "result.json"))), &res); err != nil || res.Bench.Stopped != "interrupted" || res.Requests != 200 {
+		t.Errorf("result: %v stopped %q requests %d", err, res.Bench.Stopped, res.Requests)
+	}
+}
+
+// benchSim serves the simulator (model "m") for one test, with a user cache directory
+// of the test's own for calibrations.
+func benchSim(t *testing.T, scale float64) string {
+	t.Helper()
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	url, stop, err := steps.ServeSimulator(steps.SimOptions{Profile: "incumbent", Listen: "127.0.0.1:0", TimeScale: scale, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop() })
+	return url
 }
 
 func must(b []byte, err error) []byte {

@@ -33,13 +33,17 @@ exactly --tokens tokens per request at a fixed --tpot, and compares the client's
 and TPOT with the server's own per-chunk flush times. Prints the p50 and p99 of the
 absolute errors, the schedule lag and the CPU per 1,000 tokens (of the whole process:
 the simulator runs in it too). With --max-ttft-error or --max-tpot-error it exits 1
-when the p99 exceeds the bound.`,
+when the p99 exceeds the bound.
+
+Every run is remembered in rigor/calibration.json under the user cache directory
+($XDG_CACHE_HOME, else ~/.cache): for an hour, rigor bench records its timing
+errors in each result.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return &exitError{code: 2, msg: flagNames(err.Error())}
 			}
-			ctx, stop := interruptContext(g)
+			ctx, stop := watchInterrupts(g, benchInterrupts)
 			defer stop()
 			rep, err := runCalibrate(ctx, g, o, out)
 			if rep != nil {
@@ -137,6 +141,13 @@ func runCalibrate(ctx context.Context, g *globals, o calibrate.Options, dir stri
 	view.finish(addr, err == nil)
 	if rep == nil {
 		return nil, err
+	}
+	// `rigor bench` records the client's timing error from the last calibration of
+	// the hour (benchmeta.go); failing to remember it costs only that.
+	if path, merr := rememberCalibration(rep, time.Now()); merr != nil {
+		g.log.Warn().Err(merr).Msg("calibration not remembered for rigor bench")
+	} else {
+		g.log.Debug().Str("path", path).Msg("calibration remembered for rigor bench")
 	}
 	if dir != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")

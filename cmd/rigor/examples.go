@@ -24,7 +24,11 @@ var commandExamples = map[string]string{
 	"rigor sign":   `  rigor sign --state runs/q1 --key ~/.ssh/id_ed25519`,
 	"rigor report": `  rigor report --state runs/q1 && open runs/q1/report/report.html`,
 	"rigor bench": `  rigor sim serve --listen 127.0.0.1:18080 --model sim-incumbent &
-  rigor bench --endpoint http://127.0.0.1:18080 --model sim-incumbent --concurrency 4 --requests 32 --max-tokens 256 --out runs/bench`,
+  rigor bench --endpoint http://127.0.0.1:18080 --model sim-incumbent --concurrency 4 --requests 32 --max-tokens 256 --out runs/bench
+  rigor bench --endpoint http://127.0.0.1:18080 --model sim-incumbent --concurrency 1,4,16,64 --requests 64 \
+      --max-tokens 256 --goodput ttft:200ms,tpot:50ms --out runs/sweep   # one result per level, sweep.png
+  rigor bench --endpoint http://127.0.0.1:18080 --model sim-incumbent --rate 2,4 --concurrency 32 --requests 100 \
+      --dataset-name random --random-input-len 1024 --random-output-len 128 --ignore-eos --out runs/rates`,
 	"rigor calibrate": `  rigor calibrate --concurrency 16 --tokens 64`,
 	"rigor gpus": `  rigor gpus
   rigor gpus --host-kind sim --sim-gpus 2`,

@@ -35,7 +35,7 @@ setting come from the container's directory, and the other flags must not be set
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if container != "" {
 				var set []string
-				for _, name := range []string{"profile", "listen", "model", "reasoning-field", "time-scale", "seed", "allocate-mb", "allocate-after"} {
+				for _, name := range []string{"profile", "listen", "model", "reasoning-field", "time-scale", "seed", "allocate-mb", "allocate-after", "tokens-per-chunk"} {
 					if cmd.Flags().Changed(name) {
 						set = append(set, "--"+name)
 					}
@@ -50,6 +50,9 @@ setting come from the container's directory, and the other flags must not be set
 			}
 			if o.TimeScale <= 0 {
 				return &exitError{code: 2, msg: "--time-scale must be greater than 0"}
+			}
+			if o.TokensPerChunk < 0 {
+				return &exitError{code: 2, msg: "--tokens-per-chunk must not be negative"}
 			}
 			if o.AllocateMB < 0 || o.AllocateAfter < 0 {
 				return &exitError{code: 2, msg: "--allocate-mb and --allocate-after must not be negative"}
@@ -73,6 +76,7 @@ setting come from the container's directory, and the other flags must not be set
 	serve.Flags().StringVar(&o.Engine, "engine", "", "serving engine to imitate on /metrics and the cache reset endpoint: vllm (default) or sglang")
 	serve.Flags().Float64Var(&o.TimeScale, "time-scale", 1, "multiply every modelled delay (0.01 = 100x faster)")
 	serve.Flags().Uint64Var(&o.Seed, "seed", 0, "seed of the per-request random choices")
+	serve.Flags().IntVar(&o.TokensPerChunk, "tokens-per-chunk", 1, "most tokens one stream chunk carries, as speculative decoding and stream batching send them")
 	serve.Flags().IntVar(&o.AllocateMB, "allocate-mb", 0, "allocate and touch this many MiB (after --allocate-after) and hold them: makes a memory-limited container OOM")
 	serve.Flags().DurationVar(&o.AllocateAfter, "allocate-after", 0, "delay before --allocate-mb takes effect")
 	serve.Flags().StringVar(&container, "container", "", "serve the sim runtime container whose state directory is `DIR`")

@@ -273,6 +273,9 @@ func loadConfig(sc *engine.StepContext, t target.Target) (loadgen.Config, string
 			model = p.ServedModelName
 		}
 	}
+	if err := fixedOutput(&lc.Workload, attrOf(cfg, "workload")); err != nil {
+		return lc, key, err
+	}
 	lc.Endpoint, lc.Model, lc.APIKey = t.Endpoint, model, loadgen.Secret(t.APIKey)
 	lc.API = target.Str(attrOf(cfg, "workload"), "api")
 	lc.Mode, lc.Rate = target.Str(cfg, "mode"), target.Num(cfg, "rate", 0)

@@ -98,6 +98,8 @@ type blockOpts struct {
 	addr          string
 	instCell, key string
 	cancelled     bool // run with a context cancelled before the block starts
+	// workload attributes beside the defaults (the fixed-output fixture's)
+	workloadAttrs map[string]cty.Value
 }
 
 func startSim(t *testing.T, cfg sim.Config) *sim.Running {
@@ -156,7 +158,7 @@ func runSimBlock(t *testing.T, rn *sim.Running, o blockOpts) blockRun {
 	for k, v := range o.targetAttrs {
 		tattrs[k] = v
 	}
-	wl := cty.ObjectVal(map[string]cty.Value{
+	wattrs := map[string]cty.Value{
 		"name":             cty.StringVal("capacity"),
 		"corpus":           cty.StringVal(o.corpus),
 		"corpus_seed":      cty.NumberIntVal(7),
@@ -165,7 +167,11 @@ func runSimBlock(t *testing.T, rn *sim.Running, o blockOpts) blockRun {
 		"fresh_prefixes":   cty.BoolVal(o.fresh),
 		"max_tokens":       cty.NumberIntVal(int64(o.maxTokens)),
 		"reasoning_effort": cty.StringVal(o.effort),
-	})
+	}
+	for k, v := range o.workloadAttrs {
+		wattrs[k] = v
+	}
+	wl := cty.ObjectVal(wattrs)
 	attrs := map[string]cty.Value{
 		"target": cty.ObjectVal(tattrs), "workload": wl,
 		"concurrency": cty.NumberIntVal(int64(o.concurrency)),

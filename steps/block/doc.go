@@ -21,9 +21,15 @@
 // block on the container, of this arm or another), the reuse the native counters and
 // cached_tokens show, and a contradiction when they disagree with the expectation.
 //
+// Fixed output (fixture.go, seed 000's fixture): a workload may send min_tokens and
+// ignore_eos (min_tokens = max_tokens with ignore_eos asks for an exact completion
+// length) and assert every request's prompt and completion tokens
+// (assert_prompt_tokens, assert_completion_tokens); a request whose usage differs is
+// outcome assertion_failed. An attribute of the wrong type is a config failure.
+//
 // Outcome policy: a request-level failure (HTTP error, stream error, reasoning-only
-// length exhaustion) is class "record": kept in its denominator, the campaign goes
-// on. A target that does not accept a connection is "health". Missing terminal
+// length exhaustion, a failed token-count assertion) is class "record": kept in its
+// denominator, the campaign goes on. A target that does not accept a connection is "health". Missing terminal
 // metadata, an incomplete block (hard bound), undrained requests, a failed gate, a
 // failed cache reset or a restarted target stop the campaign.
 //

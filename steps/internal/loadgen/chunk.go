@@ -60,7 +60,9 @@ func init() {
 
 // fastChunk reads data when it is a JSON object whose only fields of interest are
 // "choices" (an array of objects, each with an optional object "delta", "text" and a
-// string or null "finish_reason") and an absent or null "usage" and "error". It
+// string or null "finish_reason"), an absent, null or flat "usage" (only the integer
+// counts prompt_tokens, completion_tokens and total_tokens) and an absent or null
+// "error". It
 // validates the whole event as JSON. ok is false whenever the input is anything else
 // (invalid JSON, a usage or error object, a key that encoding/json would match
 // case-insensitively, a duplicate key, an escaped key or finish reason, deep
@@ -80,16 +82,26 @@ func fastChunk(data []byte) (info chunkInfo, ok bool) {
 			}
 			seenChoices = true
 			return s.choices(&info)
-		case "usage", "error":
-			seen := &seenUsage
-			if key[0] == 'e' {
-				seen = &seenError
-			}
-			if *seen {
+		case "usage":
+			if seenUsage {
 				return false
 			}
-			*seen = true
-			return s.literal("null") // a real usage or error object: the slow path
+			seenUsage = true
+			if s.literal("null") {
+				return true
+			}
+			// vLLM's per-chunk usage (continuous_usage_stats) is a flat object of
+			// counts, on every chunk: read it here. Anything richer (the final
+			// usage with its details) takes the slow path.
+			u, ok := s.flatUsage()
+			info.usage = u
+			return ok
+		case "error":
+			if seenError {
+				return false
+			}
+			seenError = true
+			return s.literal("null") // a real error object: the slow path
 		}
 		if foldsTo(key, "choices", "usage", "error") {
 			return false
@@ -348,6 +360,65 @@ func (s *scanner) raw() (nonEmptyValue, ok bool) {
 		return false, false
 	}
 	return nonEmpty(s.b[start:s.i]), true
+}
+
+// flatUsage reads a usage object whose members are only prompt_tokens,
+// completion_tokens and total_tokens, each a JSON integer that fits an int without
+// doubt (at most 18 digits). Anything else declines: a key encoding/json would match
+// case-insensitively, a duplicate, a fraction or exponent (which encoding/json refuses
+// for an int), details objects.
+func (s *scanner) flatUsage() (*wireUsage, bool) {
+	if !s.consume('{') {
+		return nil, false
+	}
+	u := &wireUsage{}
+	var seen [3]bool
+	ok := s.object(func(key []byte) bool {
+		idx := -1
+		switch string(key) {
+		case "prompt_tokens":
+			idx = 0
+		case "completion_tokens":
+			idx = 1
+		case "total_tokens":
+			idx = 2
+		}
+		if idx < 0 || seen[idx] {
+			return false
+		}
+		seen[idx] = true
+		v, ok := s.integer()
+		switch idx {
+		case 0:
+			u.PromptTokens = v
+		case 1:
+			u.CompletionTokens = v
+		}
+		return ok
+	})
+	return u, ok
+}
+
+// integer reads -?(0|[1-9][0-9]{0,17}) not followed by a fraction or exponent.
+func (s *scanner) integer() (int, bool) {
+	neg := s.consume('-')
+	start := s.i
+	v := 0
+	for isDigit(s.peek()) {
+		v = v*10 + int(s.b[s.i]-'0')
+		s.i++
+	}
+	n := s.i - start
+	if n == 0 || n > 18 || (n > 1 && s.b[start] == '0') {
+		return 0, false
+	}
+	if c := s.peek(); c == '.' || c == 'e' || c == 'E' {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // choices reads the choices array into info.

@@ -18,6 +18,17 @@ var chunkSeeds = []string{
 	`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
 	`{"choices":[],"usage":{"prompt_tokens":190,"completion_tokens":3,"total_tokens":193,"prompt_tokens_details":{"cached_tokens":16},"completion_tokens_details":{"reasoning_tokens":2}}}`,
 	`{"id":"chatcmpl-x","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":"length"}],"usage":null}`,
+	`{"id":"c","choices":[{"index":0,"delta":{"content":"w1 "},"finish_reason":null}],"usage":{"prompt_tokens":190,"total_tokens":191,"completion_tokens":1}}`,
+	`{"choices":[],"usage":{}}`,
+	`{"choices":[],"usage":{"prompt_tokens":-3,"completion_tokens":0}}`,
+	`{"choices":[],"usage":{"prompt_tokens":1.0}}`,
+	`{"choices":[],"usage":{"prompt_tokens":1e2}}`,
+	`{"choices":[],"usage":{"prompt_tokens":012}}`,
+	`{"choices":[],"usage":{"prompt_tokens":99999999999999999999}}`,
+	`{"choices":[],"usage":{"Prompt_tokens":1}}`,
+	`{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}}`,
+	`{"choices":[],"usage":{"prompt_tokens":null}}`,
+	`{"choices":[],"usage":{"completion_tokens":2},"usage":null}`,
 	`{"id":"cmpl-x","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" t","logprobs":null,"finish_reason":null}]}`,
 	`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}}]},"finish_reason":null}]}`,
 	`{"choices":[{"index":0,"delta":{"content":null,"tool_calls":[]},"finish_reason":null}]}`,
@@ -75,8 +86,9 @@ func TestFastChunkMatchesEncodingJSON(t *testing.T) {
 			fastCount++
 		}
 	}
-	// The common shapes must take the fast path, or it is not worth having.
-	for _, in := range chunkSeeds[:5] {
+	// The common shapes must take the fast path, or it is not worth having: the
+	// first five, and a chunk with per-chunk usage.
+	for _, in := range append(chunkSeeds[:5:5], chunkSeeds[7]) {
 		if _, ok := fastChunk([]byte(in)); !ok {
 			t.Errorf("common chunk %q fell back to encoding/json", in)
 		}

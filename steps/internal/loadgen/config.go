@@ -56,6 +56,24 @@ type Workload struct {
 	TopP            *float64
 	Seed            *int64
 	ReasoningEffort *string
+
+	// Fixed output length (seed 000's fixed-output fixture): MinTokens is sent as
+	// min_tokens and IgnoreEOS as ignore_eos, the names vLLM and SGLang accept, so
+	// that min_tokens = max_tokens with ignore_eos asks for an exact completion
+	// length. nil and false are omitted from the body.
+	MinTokens *int
+	IgnoreEOS bool
+
+	// Per-request assertions on the token counts the server reports in usage. A
+	// completed stream whose count differs is outcome assertion_failed: it stays in
+	// the denominator and out of the successes. nil asserts nothing.
+	AssertPromptTokens     *int
+	AssertCompletionTokens *int
+
+	// ContinuousUsage sends stream_options.continuous_usage_stats (vLLM, SGLang): the
+	// server reports usage on every chunk, so each chunk's token count is known and
+	// inter-token latency handles multi-token chunks exactly (metrics.go, ITL).
+	ContinuousUsage bool
 }
 
 // Config is one block.
@@ -79,6 +97,21 @@ type Config struct {
 
 	Timeout        time.Duration // block hard bound from the block clock start; 0 = none
 	RequestTimeout time.Duration // per request, from its send; 0 = none
+	// Duration, when set, closes the dispatch window: no request is dispatched once
+	// Duration has passed since the block clock started (open loop: none is scheduled
+	// at or after it), and the requests dispatched finish within Timeout. Requests is then
+	// the most that are sent, and the block's planned requests are the ones
+	// dispatched: the outcome table sums to them.
+	Duration time.Duration
+
+	// Source, when set, gives each request's input in place of the workload's corpus
+	// (prompt files, ShareGPT, random prompts: package workload). Request i sends
+	// Source.Input(i). The corpus settings of Workload are then not used.
+	Source Source `json:"-"`
+	// RecordChunks keeps every token chunk's arrival (and, with per-chunk usage, its
+	// token count) in the record, so inter-token latency can be computed from
+	// requests.jsonl (metrics.go, ITL). It costs one slice per request.
+	RecordChunks bool
 
 	Workload   Workload
 	Repetition int
@@ -160,15 +193,29 @@ func (c Config) Validate() error {
 	if c.IDPrefix == "" {
 		bad("id prefix is empty: request IDs must be deterministic and attributable")
 	}
-	if c.Timeout < 0 || c.RequestTimeout < 0 {
-		bad("negative timeout")
+	if c.Timeout < 0 || c.RequestTimeout < 0 || c.Duration < 0 {
+		bad("negative timeout or duration")
+	}
+	if c.Duration > 0 && c.Timeout > 0 && c.Duration >= c.Timeout {
+		bad("duration %s: want shorter than the block hard bound %s, which must leave time for the last requests", c.Duration, c.Timeout)
+	}
+	w := c.Workload
+	if w.MinTokens != nil && (*w.MinTokens < 0 || (w.MaxTokens != nil && *w.MinTokens > *w.MaxTokens)) {
+		bad("min_tokens %d: want >= 0 and <= max_tokens", *w.MinTokens)
+	}
+	for name, v := range map[string]*int{"assert_prompt_tokens": w.AssertPromptTokens, "assert_completion_tokens": w.AssertCompletionTokens} {
+		if v != nil && *v < 1 {
+			bad("%s %d: want >= 1", name, *v)
+		}
 	}
 	if c.Repetition < 0 {
 		bad("repetition %d: want >= 0", c.Repetition)
 	}
 	// The corpus setting is checked whatever the concurrency; its cell and lane only
-	// once there is a concurrency to name the cell.
-	if id := c.CorpusID(); id.Spec.Validate() != nil {
+	// once there is a concurrency to name the cell. A Source replaces the corpus.
+	if c.Source != nil {
+		// nothing: the source validated its own input when it was built
+	} else if id := c.CorpusID(); id.Spec.Validate() != nil {
 		errs = append(errs, id.Spec.Validate())
 	} else if err := id.Validate(); err != nil && c.Concurrency >= 1 {
 		errs = append(errs, err)
@@ -192,7 +239,8 @@ func (c Config) requestURL() string {
 }
 
 type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+	IncludeUsage         bool `json:"include_usage"`
+	ContinuousUsageStats bool `json:"continuous_usage_stats,omitempty"`
 }
 
 // requestBody is the JSON body. Pointer fields with omitempty are left out when nil
@@ -208,23 +256,38 @@ type requestBody struct {
 	TopP            *float64         `json:"top_p,omitempty"`
 	Seed            *int64           `json:"seed,omitempty"`
 	ReasoningEffort *string          `json:"reasoning_effort,omitempty"`
+	MinTokens       *int             `json:"min_tokens,omitempty"`
+	IgnoreEOS       bool             `json:"ignore_eos,omitempty"`
+}
+
+// input is request index's input: the Source's, else the corpus prompt.
+func (c Config) input(index int) (Input, error) {
+	if c.Source != nil {
+		return c.Source.Input(index)
+	}
+	return CorpusSource{c.CorpusID()}.Input(index)
 }
 
 // buildBody renders the request body of one request.
 func (c Config) buildBody(index int) ([]byte, error) {
-	p, err := c.CorpusID().Prompt(index)
+	in, err := c.input(index)
 	if err != nil {
 		return nil, err
 	}
 	w := c.Workload
 	b := requestBody{
-		Model: c.Model, Stream: true, StreamOptions: streamOptions{IncludeUsage: true},
+		Model: c.Model, Stream: true, StreamOptions: streamOptions{IncludeUsage: true, ContinuousUsageStats: w.ContinuousUsage},
 		MaxTokens: w.MaxTokens, Temperature: w.Temperature, TopP: w.TopP, Seed: w.Seed, ReasoningEffort: w.ReasoningEffort,
+		MinTokens: w.MinTokens, IgnoreEOS: w.IgnoreEOS,
+	}
+	if in.MaxTokens != nil {
+		b.MaxTokens = in.MaxTokens
 	}
 	if c.API == APICompletions {
-		b.Prompt = &p.Text
+		text := in.text()
+		b.Prompt = &text
 	} else {
-		b.Messages = p.Messages
+		b.Messages = in.Messages
 	}
 	return json.Marshal(b)
 }

@@ -1,7 +1,10 @@
 // Package loadgen is the measurement-grade streaming load generator behind the block
-// step: it sends a fixed number of deterministic prompts to an OpenAI-compatible
-// streaming endpoint and records, per request, monotonic client timestamps, usage,
-// finish reason and an outcome class.
+// step and `rigor bench`: it sends a fixed number of deterministic prompts (the
+// workload's corpus, or any Source: package dataset's files and random prompts) to
+// an OpenAI-compatible streaming endpoint and records, per request, monotonic client
+// timestamps, usage, finish reason and an outcome class. A workload may ask for an
+// exact output length (min_tokens, ignore_eos) and assert the prompt and completion
+// token counts of every request (outcome assertion_failed).
 //
 // Invariants:
 //   - The connection pool (Concurrency connections) is dialed before the block clock
@@ -14,8 +17,12 @@
 //     anchors.
 //   - One accounting identity: every planned request gets exactly one Record and one
 //     Outcome, including requests never sent because the block bound was hit. The
-//     outcome table therefore always sums to Config.Requests.
-//   - Every derived figure is defined once, in metrics.go, with its seed-000 formula.
+//     outcome table therefore always sums to Config.Requests, or, with a dispatch
+//     window (Config.Duration), to the requests dispatched inside it.
+//   - Every derived figure is defined once, in metrics.go, with its seed-000 formula;
+//     the figures `rigor bench` compares with other clients (Figures: throughputs,
+//     mean/std/min/max/percentiles, inter-token latency, goodput, achieved rate) are
+//     computed from the records alone by those functions.
 //   - The API key is sent only in the Authorization header. It is never logged,
 //     written to records or results, or left in an error excerpt.
 //   - With Config.IdentityHeader set, each record keeps that response header's

@@ -130,13 +130,20 @@ func AggregateOutputTokPerS(records []Record, wallS float64) float64 {
 	if wallS <= 0 {
 		return 0
 	}
-	total := 0
+	_, completion := CompletedTokens(records)
+	return float64(completion) / wallS
+}
+
+// CompletedTokens sums the usage of the completed requests (Completed), the
+// population of every token throughput.
+func CompletedTokens(records []Record) (prompt, completion int) {
 	for _, r := range records {
 		if Completed(r.Outcome) && r.Usage != nil {
-			total += r.Usage.CompletionTokens
+			prompt += r.Usage.PromptTokens
+			completion += r.Usage.CompletionTokens
 		}
 	}
-	return float64(total) / wallS
+	return prompt, completion
 }
 
 // FailedOutputTokens counts the tokens streamed by requests that failed (not
@@ -267,4 +274,196 @@ func diff(a, b *float64) (float64, bool) {
 		return 0, false
 	}
 	return *a - *b, true
+}
+
+// Figures that `rigor bench` reports beside the block figures, named as vllm bench
+// serve and AIPerf name theirs where the definitions agree (README: "rigor bench vs
+// vllm bench serve vs AIPerf" says where they differ).
+
+// ITLMillis appends to dst the inter-token latencies of one request, one sample per
+// token after the first token chunk:
+//
+//	for each token chunk i ≥ 1 carrying k_i tokens: k_i samples of (t_i − t_{i−1}) / k_i
+//
+// where t_i is the chunk's arrival (token_chunk_at_ms). A chunk of k tokens is k
+// tokens, not one: a speculative-decoding or batched stream does not look k times
+// faster. k_i comes from per-chunk usage (token_chunk_tokens, with
+// stream_options.continuous_usage_stats) as the completion tokens reported since the
+// previous token chunk. Without per-chunk usage, every chunk is one token when the
+// request's completion_tokens is at most its token chunks + 1 (one token, the
+// end-of-sequence, may be counted without being streamed); otherwise the request's
+// tokens cannot be placed in time and ok is false (unresolved), as it is when a
+// chunk reports no new token. With k_0 = 1 the samples sum to the generation
+// duration, so their mean over one request is its capacity TPOT.
+func ITLMillis(dst []float64, r Record) ([]float64, bool) {
+	at := r.TokenChunkAtMS
+	if len(at) == 0 || r.Usage == nil {
+		return dst, false
+	}
+	k := r.TokenChunkTokens
+	switch {
+	case len(k) == len(at):
+		for _, n := range k {
+			if n < 1 {
+				return dst, false
+			}
+		}
+	case len(k) == 0 && r.Usage.CompletionTokens <= len(at)+1:
+	default:
+		return dst, false
+	}
+	for i := 1; i < len(at); i++ {
+		n := 1
+		if k != nil {
+			n = k[i]
+		}
+		gap := (at[i] - at[i-1]) / float64(n)
+		for range n {
+			dst = append(dst, gap)
+		}
+	}
+	return dst, true
+}
+
+// RequestThroughput is the successful requests per second:
+//
+//	request throughput = requests with outcome ok / wall_s
+func RequestThroughput(records []Record, wallS float64) float64 {
+	if wallS <= 0 {
+		return 0
+	}
+	n := 0
+	for _, r := range records {
+		if r.Outcome == OK {
+			n++
+		}
+	}
+	return float64(n) / wallS
+}
+
+// TotalTokenThroughput is the prompt and completion tokens of the completed requests
+// per second of wall time:
+//
+//	total token throughput = Σ (prompt_tokens + completion_tokens) of completed requests / wall_s
+//
+// over the same requests as AggregateOutputTokPerS (Completed).
+func TotalTokenThroughput(records []Record, wallS float64) float64 {
+	if wallS <= 0 {
+		return 0
+	}
+	prompt, completion := CompletedTokens(records)
+	return float64(prompt+completion) / wallS
+}
+
+// AchievedRequestRate is the rate at which the client actually sent:
+//
+//	achieved request rate = (sent − 1) / (last send_at − first send_at)
+//
+// over the requests that were sent (send_at set). It is the same estimator as the
+// rate of a schedule ((n − 1) arrivals over the span from the first to the last), so
+// it compares with the offered --rate directly; a lower figure means requests waited
+// for the concurrency ceiling (their lag is ScheduleLagMS). ok is false with fewer
+// than two sends or a zero span.
+func AchievedRequestRate(records []Record) (float64, bool) {
+	first, last, n := math.Inf(1), math.Inf(-1), 0
+	for _, r := range records {
+		if r.SendAtMS == nil {
+			continue
+		}
+		n++
+		first, last = math.Min(first, *r.SendAtMS), math.Max(last, *r.SendAtMS)
+	}
+	if n < 2 || last <= first {
+		return 0, false
+	}
+	return float64(n-1) / ((last - first) / 1000), true
+}
+
+// SLO is one service level objective of goodput: a per-request figure and its bound.
+type SLO struct {
+	Metric string  `json:"metric"` // a key of SLOMetrics
+	MaxMS  float64 `json:"max_ms"`
+}
+
+// SLOMetrics are the per-request figures an SLO may bound: visible TTFT, TTFO,
+// capacity TPOT and E2E, as defined above.
+var SLOMetrics = map[string]func(Record) (float64, bool){
+	"ttft": VisibleTTFTMillis,
+	"ttfo": TTFOMillis,
+	"tpot": TPOTMillis,
+	"e2e":  E2EMillis,
+}
+
+// MeetsSLOs reports whether a request counts toward goodput: outcome ok and, for
+// every SLO, its figure present and at most the bound. A failed request never does,
+// and neither does one without the figure (a one-token completion has no TPOT), so
+// goodput keeps every attempted request in its denominator:
+//
+//	goodput = requests meeting every SLO / wall_s;  good fraction = those / attempted
+func MeetsSLOs(r Record, slos []SLO) bool {
+	if r.Outcome != OK {
+		return false
+	}
+	for _, s := range slos {
+		f := SLOMetrics[s.Metric]
+		if f == nil {
+			return false
+		}
+		v, ok := f(r)
+		if !ok || v > s.MaxMS {
+			return false
+		}
+	}
+	return true
+}
+
+// Stats is the summary of one figure over a population, in the shape vllm bench
+// serve and AIPerf print: mean, standard deviation, min, max and chosen percentiles.
+// Std is the population standard deviation (divisor n, NumPy's np.std default,
+// which vllm bench serve uses). Percentiles use PercentileMethod. Values are null
+// without samples.
+type Stats struct {
+	Samples     int               `json:"samples"`
+	Mean        *float64          `json:"mean"`
+	Std         *float64          `json:"std"`
+	Min         *float64          `json:"min"`
+	Max         *float64          `json:"max"`
+	Percentiles []PercentileValue `json:"percentiles"`
+	Descriptive bool              `json:"descriptive"` // samples < DescriptiveBelow
+}
+
+// PercentileValue is one percentile p (0..100) of a Stats.
+type PercentileValue struct {
+	P     float64  `json:"p"`
+	Value *float64 `json:"value"`
+}
+
+// Describe summarises xs (not modified) with the percentiles ps (each 0..100).
+//
+//	mean = Σx / n;  std = sqrt(Σ(x − mean)² / n)
+func Describe(xs []float64, ps []float64) Stats {
+	st := Stats{Samples: len(xs), Descriptive: len(xs) < DescriptiveBelow, Percentiles: make([]PercentileValue, len(ps))}
+	for i, p := range ps {
+		st.Percentiles[i].P = p
+	}
+	if len(xs) == 0 {
+		return st
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	mean := sum / float64(len(s))
+	ss := 0.0
+	for _, x := range s {
+		ss += (x - mean) * (x - mean)
+	}
+	v := func(x float64) *float64 { return &x }
+	st.Mean, st.Std, st.Min, st.Max = v(mean), v(math.Sqrt(ss/float64(len(s)))), v(s[0]), v(s[len(s)-1])
+	for i, p := range ps {
+		st.Percentiles[i].Value = v(Percentile(s, p/100))
+	}
+	return st
 }

@@ -34,11 +34,16 @@ const (
 	// Cancelled: the block bound was hit or the caller cancelled, while the request
 	// was in flight or before it was sent.
 	Cancelled Outcome = "cancelled"
+	// AssertionFailed: a stream that completed (ok or no_visible_output otherwise)
+	// whose usage contradicts the workload's assertion on prompt or completion
+	// tokens (seed 000's fixed-output fixture: exact 1024-token completions, a
+	// 7037-token prompt). It is a failure kept in the denominator.
+	AssertionFailed Outcome = "assertion_failed"
 )
 
 // Outcomes returns every class in report order.
 func Outcomes() []Outcome {
-	return []Outcome{OK, NoVisibleOutput, HTTPError, StreamError, Timeout, MissingTerminalMetadata, Cancelled}
+	return []Outcome{OK, NoVisibleOutput, HTTPError, StreamError, Timeout, MissingTerminalMetadata, Cancelled, AssertionFailed}
 }
 
 // Usage is the final usage chunk. ReasoningTokens and CachedTokens are null when the
@@ -84,6 +89,13 @@ type Record struct {
 	// ServedBy is the value of Config.IdentityHeader in the response ("" when absent
 	// or not asked for): which stack answered.
 	ServedBy string `json:"served_by,omitempty"`
+
+	// With Config.RecordChunks: TokenChunkAtMS is the arrival of every token chunk
+	// (socket read stamp, block offset), in order; TokenChunkTokens is the number of
+	// completion tokens each carried, from per-chunk usage (stream_options
+	// continuous_usage_stats), present only when every token chunk reported usage.
+	TokenChunkAtMS   []float64 `json:"token_chunk_at_ms,omitempty"`
+	TokenChunkTokens []int     `json:"token_chunk_tokens,omitempty"`
 }
 
 // ReadRecords parses requests.jsonl. Lines can be long (a record is small, but the

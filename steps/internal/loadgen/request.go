@@ -81,6 +81,10 @@ type worker struct {
 	conn *h1conn // nil: dial on the next request
 	body body
 	sse  *sse.Reader
+	// With Config.RecordChunks: the current request's token chunk arrivals and token
+	// counts, reused from request to request and copied into its record at the end.
+	chunkAt  []float64
+	chunkTok []int
 }
 
 func newWorker(c *h1conn) *worker {
@@ -201,8 +205,20 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 	var (
 		usage  *wireUsage
 		finish *string
+		// Per-chunk usage: the completion tokens reported so far, and whether every
+		// token chunk reported usage (so each chunk's token count is known).
+		reported   int
+		perChunk   = true
+		keepChunks = r.cfg.RecordChunks
 	)
+	w.chunkAt, w.chunkTok = w.chunkAt[:0], w.chunkTok[:0]
 	defer func() {
+		if keepChunks && len(w.chunkAt) > 0 {
+			rec.TokenChunkAtMS = append([]float64(nil), w.chunkAt...)
+			if perChunk {
+				rec.TokenChunkTokens = append([]int(nil), w.chunkTok...)
+			}
+		}
 		if t := sr.FirstRead(); !t.IsZero() {
 			rec.FirstByteAtMS = r.at(t)
 		}
@@ -247,7 +263,11 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 				return MissingTerminalMetadata, "no usage chunk (stream_options.include_usage ignored?)", true
 			case finish == nil:
 				return MissingTerminalMetadata, "no finish_reason", true
-			case rec.TTFTVisibleAtMS == nil:
+			}
+			if msg := r.checkAssertions(usage); msg != "" {
+				return AssertionFailed, msg, true
+			}
+			if rec.TTFTVisibleAtMS == nil {
 				return NoVisibleOutput, fmt.Sprintf("no visible token (finish_reason %s, %d reasoning chunks)", *finish, rec.ReasoningChunks), true
 			}
 			return OK, "", true
@@ -262,9 +282,6 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 			rec.EndAtMS = r.at(ev.Received)
 			return StreamError, "in-band error: " + string(c.err), false
 		}
-		if c.usage != nil {
-			usage = c.usage
-		}
 		if c.finish != nil {
 			finish = c.finish
 		}
@@ -278,6 +295,21 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 				rec.TTFOAtMS = at
 			}
 			rec.LastTokenAtMS = at
+			if keepChunks {
+				// A chunk's tokens are those the usage reported since the previous
+				// token chunk: tokens a server held back in an empty chunk (a
+				// detokenizer holding a partial character) arrive with this text.
+				w.chunkAt = append(w.chunkAt, *at)
+				if c.usage != nil {
+					w.chunkTok = append(w.chunkTok, c.usage.CompletionTokens-reported)
+					reported = c.usage.CompletionTokens
+				} else {
+					perChunk = false
+				}
+			}
+		}
+		if c.usage != nil {
+			usage = c.usage
 		}
 		if visible {
 			rec.ContentChunks++
@@ -289,6 +321,20 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 			rec.ReasoningChunks++
 		}
 	}
+}
+
+// checkAssertions compares a completed stream's usage with the workload's
+// assertions and describes every mismatch ("" when all hold).
+func (r *runner) checkAssertions(u *wireUsage) string {
+	w := r.cfg.Workload
+	var out []string
+	if a := w.AssertPromptTokens; a != nil && u.PromptTokens != *a {
+		out = append(out, fmt.Sprintf("usage.prompt_tokens %d, asserted %d", u.PromptTokens, *a))
+	}
+	if a := w.AssertCompletionTokens; a != nil && u.CompletionTokens != *a {
+		out = append(out, fmt.Sprintf("usage.completion_tokens %d, asserted %d", u.CompletionTokens, *a))
+	}
+	return strings.Join(out, "; ")
 }
 
 // excerpt shortens msg and removes the API key, whatever echoed it.

@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -42,17 +42,25 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	// Everything that costs CPU and does not need the clock happens first: prompts
 	// are generated, encoded and rendered into the exact request bytes, and every
 	// connection is dialled, before the block starts.
-	reqs := make([][]byte, cfg.Requests)
+	// An open loop's schedule is known before the clock: with a dispatch window, the
+	// requests scheduled at or after it are not planned, and not rendered. A closed
+	// loop renders Requests, the most it may send.
+	planned := cfg.Requests
+	var offsets []time.Duration
+	if cfg.Mode == ModeOpen {
+		offsets = arrivals(cfg)
+		if cfg.Duration > 0 {
+			planned = sort.Search(len(offsets), func(i int) bool { return offsets[i] >= cfg.Duration })
+			offsets = offsets[:planned]
+		}
+	}
+	reqs := make([][]byte, planned)
 	for i := range reqs {
 		b, err := cfg.renderRequest(i)
 		if err != nil {
 			return nil, fmt.Errorf("%w: request %d: %w", ErrConfig, i, err)
 		}
 		reqs[i] = b
-	}
-	var offsets []time.Duration
-	if cfg.Mode == ModeOpen {
-		offsets = arrivals(cfg)
 	}
 
 	p, err := newPool(cfg.Endpoint)
@@ -74,8 +82,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		pool:    p,
 		reqs:    reqs,
 		out:     out,
-		records: make([]Record, cfg.Requests),
-		filled:  make([]bool, cfg.Requests),
+		records: make([]Record, len(reqs)),
+		filled:  make([]bool, len(reqs)),
 	}
 	// One worker state per connection, each with its buffers, made before the clock.
 	workers := make([]*worker, cfg.Concurrency)
@@ -106,8 +114,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	} else {
 		r.closedLoop(workers)
 	}
-	// Requests never sent still get a record: the outcome table must sum to
-	// Requests whatever happened.
+	// With a dispatch window, the planned requests are the ones dispatched (a
+	// prefix of the indices: claims are ordered, see claim); the rest were never
+	// part of the block.
+	if cfg.Duration > 0 && cfg.Mode != ModeOpen {
+		r.records, r.filled = r.records[:r.claimed], r.filled[:r.claimed]
+	}
+	// Requests never sent still get a record: the outcome table must sum to the
+	// planned requests whatever happened.
 	for i := range r.records {
 		if !r.filled[i] {
 			rec := r.base(i)
@@ -174,18 +188,37 @@ type runner struct {
 	writeErr error
 	records  []Record
 	filled   []bool
+
+	claimMu sync.Mutex // guards claimed
+	claimed int        // closed loop: indices handed out so far
+}
+
+// claim hands out the next request index of the closed loop, or false once every
+// request is claimed, the block is over, or the dispatch window (Config.Duration)
+// has closed. Claiming and checking the window under one lock keeps the claimed
+// indices a prefix: no index is skipped while a later one is sent.
+func (r *runner) claim() (int, bool) {
+	r.claimMu.Lock()
+	defer r.claimMu.Unlock()
+	if r.claimed >= len(r.records) || r.blockCtx.Err() != nil {
+		return 0, false
+	}
+	if r.cfg.Duration > 0 && time.Since(r.origin) >= r.cfg.Duration {
+		return 0, false
+	}
+	r.claimed++
+	return r.claimed - 1, true
 }
 
 // closedLoop runs Concurrency workers; each sends its next request as soon as its
-// previous one is done, until exactly Requests have been claimed.
+// previous one is done, until every request has been claimed.
 func (r *runner) closedLoop(workers []*worker) {
-	var next atomic.Int64
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Go(func() {
-			for r.blockCtx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= r.cfg.Requests {
+			for {
+				i, ok := r.claim()
+				if !ok {
 					return
 				}
 				r.finish(i, r.do(w, i, time.Now()))

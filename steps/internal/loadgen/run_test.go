@@ -262,35 +262,48 @@ func TestOutcomeIdentity(t *testing.T) {
 		script(roleChunk, contentChunk("a"), finishChunk("stop"), doneEvent),
 		script(roleChunk, reasoningChunk("reasoning", "r"), finishChunk("length"), usageChunk(190, 9), doneEvent),
 		hang(roleChunk),
+		// A complete, visible stream whose prompt count contradicts the assertion.
+		script(roleChunk, contentChunk("a"), finishChunk("stop"), usageChunk(191, 1), doneEvent),
 	}
 	srv := server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		handlers[indexOf(r)%len(handlers)](w, r)
 	}))
 	cfg := testConfig(srv.URL)
-	cfg.Concurrency, cfg.Requests, cfg.RequestTimeout = 3, 14, 150*time.Millisecond
+	cfg.Concurrency, cfg.Requests, cfg.RequestTimeout = 3, 16, 150*time.Millisecond
+	asserted := 190
+	cfg.Workload.AssertPromptTokens = &asserted
 	var out bytes.Buffer
 	res, err := Run(context.Background(), cfg, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[Outcome]int{OK: 2, HTTPError: 2, StreamError: 4, MissingTerminalMetadata: 2, NoVisibleOutput: 2, Timeout: 2, Cancelled: 0}
+	want := map[Outcome]int{OK: 2, HTTPError: 2, StreamError: 4, MissingTerminalMetadata: 2, NoVisibleOutput: 2, Timeout: 2, Cancelled: 0, AssertionFailed: 2}
 	if diff := cmp.Diff(want, res.Outcomes); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
-	if res.VisibleSuccesses != 2 || res.VisibleSuccessRate != 2.0/14 {
-		t.Errorf("visible successes %d rate %v, want 2 and 2/14", res.VisibleSuccesses, res.VisibleSuccessRate)
+	if res.VisibleSuccesses != 2 || res.VisibleSuccessRate != 2.0/16 {
+		t.Errorf("visible successes %d rate %v, want 2 and 2/16", res.VisibleSuccesses, res.VisibleSuccessRate)
 	}
-	if res.Successes.Requests != 2 || res.Failures.Requests != 12 {
-		t.Errorf("populations %d/%d, want 2 successes and 12 failures, never mixed", res.Successes.Requests, res.Failures.Requests)
+	if res.Successes.Requests != 2 || res.Failures.Requests != 14 {
+		t.Errorf("populations %d/%d, want 2 successes and 14 failures, never mixed", res.Successes.Requests, res.Failures.Requests)
 	}
 	// Every request that was sent has a stream end; only those that streamed a token
-	// have an E2E: among the failures, the cut stream, the one without usage and the
-	// reasoning-only exhaustion, twice each.
-	if res.Successes.StreamEndMS.Samples != 2 || res.Failures.StreamEndMS.Samples != 12 {
-		t.Errorf("stream end samples %d/%d, want 2/12", res.Successes.StreamEndMS.Samples, res.Failures.StreamEndMS.Samples)
+	// have an E2E: among the failures, the cut stream, the one without usage, the
+	// reasoning-only exhaustion and the failed assertion, twice each.
+	if res.Successes.StreamEndMS.Samples != 2 || res.Failures.StreamEndMS.Samples != 14 {
+		t.Errorf("stream end samples %d/%d, want 2/14", res.Successes.StreamEndMS.Samples, res.Failures.StreamEndMS.Samples)
 	}
-	if res.Successes.E2EMS.Samples != 2 || res.Failures.E2EMS.Samples != 6 {
-		t.Errorf("e2e samples %d/%d, want 2/6: only requests that streamed a token end at one", res.Successes.E2EMS.Samples, res.Failures.E2EMS.Samples)
+	if res.Successes.E2EMS.Samples != 2 || res.Failures.E2EMS.Samples != 8 {
+		t.Errorf("e2e samples %d/%d, want 2/8: only requests that streamed a token end at one", res.Successes.E2EMS.Samples, res.Failures.E2EMS.Samples)
+	}
+	recs, err := ReadRecords(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Outcome == AssertionFailed && r.Error != "usage.prompt_tokens 191, asserted 190" {
+			t.Errorf("assertion failure %s says %q", r.ID, r.Error)
+		}
 	}
 }
 

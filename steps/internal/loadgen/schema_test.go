@@ -26,6 +26,7 @@ func TestOutputsMatchSchemas(t *testing.T) {
 		script(roleChunk, contentChunk("a"), finishChunk("stop"), doneEvent),
 		script(roleChunk, reasoningChunk("reasoning", "r"), finishChunk("length"), usageChunk(190, 9), doneEvent),
 		hang(roleChunk),
+		script(roleChunk, contentChunk("a"), finishChunk("stop"), usageChunk(191, 1), doneEvent),
 	}
 	srv := server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		handlers[indexOf(r)%len(handlers)](w, r)
@@ -33,6 +34,8 @@ func TestOutputsMatchSchemas(t *testing.T) {
 	cfg := testConfig(srv.URL)
 	cfg.Concurrency, cfg.Requests = 2, 40
 	cfg.RequestTimeout, cfg.Timeout = 100*time.Millisecond, 250*time.Millisecond
+	asserted := 190
+	cfg.Workload.AssertPromptTokens, cfg.RecordChunks = &asserted, true
 	var out bytes.Buffer
 	res, _ := Run(context.Background(), cfg, &out)
 	if res == nil {
@@ -50,11 +53,14 @@ func TestOutputsMatchSchemas(t *testing.T) {
 		var r Record
 		_ = json.Unmarshal(sc.Bytes(), &r)
 		seen[r.Outcome] = true
+		if r.Outcome == OK && len(r.TokenChunkAtMS) == 0 {
+			t.Errorf("line %d: ok record without token_chunk_at_ms although chunks are recorded", lines)
+		}
 		if r.Outcome == OK && firstOK == nil {
 			firstOK = append([]byte(nil), sc.Bytes()...)
 		}
 	}
-	for _, o := range []Outcome{OK, HTTPError, StreamError, MissingTerminalMetadata, NoVisibleOutput, Timeout, Cancelled} {
+	for _, o := range Outcomes() {
 		if !seen[o] {
 			t.Errorf("outcome %s never occurred; the schema was not exercised on it", o)
 		}

@@ -257,7 +257,9 @@ func (x *exchange) emit(reasoning bool, from, to int, last bool) {
 	chat := x.req.chat
 	if chat && from == 0 {
 		x.buf = append(x.buf, x.chunkPrefix...)
-		x.buf = append(x.buf, `"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+		x.buf = append(x.buf, `"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
+		x.buf = x.appendChunkUsage(x.buf, 0)
+		x.buf = append(x.buf, "}\n\n"...)
 	}
 	x.buf = append(x.buf, x.chunkPrefix...)
 	switch {
@@ -286,8 +288,27 @@ func (x *exchange) emit(reasoning bool, from, to int, last bool) {
 		finish = x.req.plan.finish
 	}
 	x.buf = appendFinish(x.buf, finish)
-	x.buf = append(x.buf, "}]}\n\n"...)
+	x.buf = append(x.buf, "}]"...)
+	x.buf = x.appendChunkUsage(x.buf, to)
+	x.buf = append(x.buf, "}\n\n"...)
 	x.chunkTokens = append(x.chunkTokens, to-from)
+}
+
+// appendChunkUsage appends, when the request asked for continuous usage stats, the
+// usage so far to a chunk: completion is the tokens streamed up to and including it,
+// as vLLM reports them on every chunk.
+func (x *exchange) appendChunkUsage(b []byte, completion int) []byte {
+	if !x.req.continuousUsage {
+		return b
+	}
+	p := x.req.promptTokens
+	b = append(b, `,"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(p), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(p+completion), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	return append(b, '}')
 }
 
 // spaceBefore says whether token t starts with a space: every token but the first of its

@@ -88,11 +88,11 @@ type streamResult struct {
 	sentAt    time.Time
 }
 
-func post(ctx context.Context, url, path, requestID string, body chatBody) (*http.Response, error) {
+func post(ctx context.Context, url, path, requestID string, body any) (*http.Response, error) {
 	return postWith(ctx, http.DefaultClient, url, path, requestID, body)
 }
 
-func postWith(ctx context.Context, client *http.Client, url, path, requestID string, body chatBody) (*http.Response, error) {
+func postWith(ctx context.Context, client *http.Client, url, path, requestID string, body any) (*http.Response, error) {
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+path, bytes.NewReader(b))
 	if err != nil {
@@ -106,11 +106,11 @@ func postWith(ctx context.Context, client *http.Client, url, path, requestID str
 }
 
 // doStream sends body and reads the response to its end (or ctx's).
-func doStream(ctx context.Context, url, path, requestID string, body chatBody) (*streamResult, error) {
+func doStream(ctx context.Context, url, path, requestID string, body any) (*streamResult, error) {
 	return doStreamClient(ctx, http.DefaultClient, url, path, requestID, body)
 }
 
-func doStreamClient(ctx context.Context, client *http.Client, url, path, requestID string, body chatBody) (*streamResult, error) {
+func doStreamClient(ctx context.Context, client *http.Client, url, path, requestID string, body any) (*streamResult, error) {
 	res := &streamResult{sentAt: time.Now()}
 	resp, err := postWith(ctx, client, url, path, requestID, body)
 	if err != nil {

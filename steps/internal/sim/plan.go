@@ -68,9 +68,22 @@ func seedFor(serverSeed uint64, key string) uint64 {
 
 func newRNG(seed, salt uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, salt)) }
 
-// planRequest draws the natural output length and reasoning split, applies max_tokens and
-// decides faults. chat is false for /v1/completions, which has no reasoning channel.
-func planRequest(p Profile, f Faults, seed uint64, maxTokens int, effort string, chat bool) (requestPlan, error) {
+// lengthRequest is what a request asks of its output length besides max_tokens:
+// vLLM's and SGLang's min_tokens and ignore_eos sampling parameters.
+type lengthRequest struct {
+	minTokens int  // the end of sequence is suppressed until this many tokens
+	ignoreEOS bool // the end of sequence is ignored: generate until max_tokens
+}
+
+// planRequest draws the natural output length and reasoning split, applies min_tokens,
+// ignore_eos and max_tokens, and decides faults. chat is false for /v1/completions,
+// which has no reasoning channel.
+//
+// As vLLM's sampler does: with ignore_eos the request generates max_tokens tokens and
+// finishes with "length"; with min_tokens a natural completion shorter than that is
+// extended to min_tokens (finish "stop", or "length" when that is max_tokens). So
+// min_tokens = max_tokens, or ignore_eos, gives an exact completion length.
+func planRequest(p Profile, f Faults, seed uint64, maxTokens int, effort string, chat bool, want lengthRequest) (requestPlan, error) {
 	share := 0.0
 	if chat {
 		if effort == "" {
@@ -98,6 +111,12 @@ func planRequest(p Profile, f Faults, seed uint64, maxTokens int, effort string,
 	uAbort := fr.Float64() // drawn last, so adding it changed no earlier decision
 	if chat && uExhaust < f.ReasoningExhaustionRate {
 		plan.total, plan.reasoning = maxTokens, maxTokens
+	}
+	switch {
+	case want.ignoreEOS:
+		plan.total = maxTokens
+	case plan.total < want.minTokens:
+		plan.total = want.minTokens
 	}
 	if plan.total >= maxTokens {
 		plan.total, plan.finish = maxTokens, finishLength

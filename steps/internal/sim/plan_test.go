@@ -24,7 +24,7 @@ func TestOutputLengthsFollowSeed003Spread(t *testing.T) {
 	p := builtinProfiles["incumbent"]
 	var lengths []int
 	for i := 0; i < 2000; i++ {
-		plan, err := planRequest(p, Faults{}, seedFor(1, string(rune(i))+"x"), 2048, "max", true)
+		plan, err := planRequest(p, Faults{}, seedFor(1, string(rune(i))+"x"), 2048, "max", true, lengthRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestReasoningEffortShiftsTheSplit(t *testing.T) {
 	share := func(effort string) float64 {
 		var r, n int
 		for i := 0; i < 500; i++ {
-			plan, err := planRequest(p, Faults{}, uint64(i), 2048, effort, true)
+			plan, err := planRequest(p, Faults{}, uint64(i), 2048, effort, true, lengthRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}

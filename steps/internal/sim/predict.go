@@ -63,7 +63,7 @@ func Predict(p Profile, w Workload) (Prediction, error) {
 		i := sent
 		sent++
 		seed := seedFor(w.Seed, requestIDKey("predict-"+strconv.Itoa(i)))
-		plan, err := planRequest(p, Faults{}, seed, maxTokens, w.ReasoningEffort, true)
+		plan, err := planRequest(p, Faults{}, seed, maxTokens, w.ReasoningEffort, true, lengthRequest{})
 		if err != nil {
 			return err
 		}

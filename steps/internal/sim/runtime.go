@@ -324,6 +324,9 @@ func (h *Host) Start(nameOrID string) error {
 	if h.running(rec) {
 		return nil
 	}
+	if h.adoptOrphan(rec) {
+		return nil
+	}
 	return h.spawn(rec, false)
 }
 

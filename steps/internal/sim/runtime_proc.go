@@ -100,6 +100,20 @@ func (h *Host) spawn(rec *record, restart bool) error {
 	}
 }
 
+// adoptOrphan finds a server of this container that a starter which died at the
+// wrong moment (after the server began, before its pid was recorded) left running:
+// the server wrote server.json once it listened, so the record learns its pid, start
+// time and incarnation from there instead of a second server failing on the port.
+func (h *Host) adoptOrphan(rec *record) bool {
+	st, err := readServer(h.path(rec.Name))
+	if err != nil || st.PID <= 0 || !processAlive(st.PID, st.StartTicks) {
+		return false
+	}
+	rec.PID, rec.StartTicks, rec.OOMKilled = st.PID, st.StartTicks, false
+	rec.StartedAt, rec.Incarnation, rec.Endpoint = st.StartedAt, st.Incarnation, "http://"+st.Addr
+	return h.write(rec) == nil
+}
+
 func orUnknown(s string) string {
 	if s == "" {
 		return "no reason recorded"

@@ -493,3 +493,32 @@ func TestContainerConfigReachesTheServer(t *testing.T) {
 		t.Fatalf("SGLang's /flush_cache answered %s", resp.Status)
 	}
 }
+
+// A starter that dies after its server began but before it recorded the server's
+// pid leaves a server no record names: the next Start adopts it (from the
+// server.json it wrote once listening) instead of starting a second server that
+// would fail on the port.
+func TestStartAdoptsAnOrphanServer(t *testing.T) {
+	h := testHost(t)
+	first := started(t, h, "orphan")
+	path := filepath.Join(h.path("orphan"), recordFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the record looks like when the starter died between spawn and write.
+	orphaned := regexp.MustCompile(`"pid": \d+,`).ReplaceAll(b, []byte(`"pid": 0,`))
+	if err := os.WriteFile(path, orphaned, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := h.Inspect("orphan"); info.Status == StatusRunning {
+		t.Fatal("a record without a pid must not read as running")
+	}
+	if err := h.Start("orphan"); err != nil {
+		t.Fatalf("start must adopt the orphan, not fail on its port: %v", err)
+	}
+	info, err := h.Inspect("orphan")
+	if err != nil || info.Status != StatusRunning || info.Incarnation != first.Incarnation {
+		t.Fatalf("adopted %+v (%v), want the first server's incarnation %s running", info, err, first.Incarnation)
+	}
+}

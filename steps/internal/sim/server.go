@@ -232,7 +232,8 @@ type wireRequest struct {
 	Prompt        json.RawMessage `json:"prompt"`
 	Stream        bool            `json:"stream"`
 	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
+		IncludeUsage         bool `json:"include_usage"`
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
 	MaxTokens           *int     `json:"max_tokens"`
 	MaxCompletionTokens *int     `json:"max_completion_tokens"`
@@ -240,6 +241,9 @@ type wireRequest struct {
 	TopP                *float64 `json:"top_p"`
 	Seed                *int64   `json:"seed"`
 	ReasoningEffort     string   `json:"reasoning_effort"`
+	// vLLM's and SGLang's extra sampling parameters for a fixed output length.
+	MinTokens *int `json:"min_tokens"`
+	IgnoreEOS bool `json:"ignore_eos"`
 }
 
 type wireMessage struct {
@@ -253,10 +257,13 @@ type prepared struct {
 	requestID    string
 	stream       bool
 	includeUsage bool
-	promptTokens int
-	blocks       []uint64
-	maxTokens    int
-	plan         requestPlan
+	// continuousUsage puts usage on every streamed chunk (stream_options
+	// continuous_usage_stats, as vLLM and SGLang do).
+	continuousUsage bool
+	promptTokens    int
+	blocks          []uint64
+	maxTokens       int
+	plan            requestPlan
 }
 
 func (s *Server) prepare(r *http.Request, chat bool, faults Faults) (*prepared, *apiError) {
@@ -318,6 +325,13 @@ func (s *Server) prepare(r *http.Request, chat bool, faults Faults) (*prepared, 
 	if maxTokens < 1 {
 		return nil, badRequest("max_tokens must be at least 1, got %d", maxTokens)
 	}
+	minTokens := 0
+	if req.MinTokens != nil {
+		minTokens = *req.MinTokens
+		if minTokens < 0 || minTokens > maxTokens {
+			return nil, badRequest("min_tokens must be less than or equal to max_tokens=%d, got %d.", maxTokens, minTokens)
+		}
+	}
 	if promptTokens+maxTokens > limit {
 		return nil, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			limit, promptTokens+maxTokens, promptTokens, maxTokens)
@@ -333,19 +347,21 @@ func (s *Server) prepare(r *http.Request, chat bool, faults Faults) (*prepared, 
 	if req.Seed != nil {
 		key += "\x00seed=" + strconv.FormatInt(*req.Seed, 10)
 	}
-	plan, err := planRequest(s.cfg.Profile, faults, seedFor(s.cfg.Seed, key), maxTokens, req.ReasoningEffort, chat)
+	plan, err := planRequest(s.cfg.Profile, faults, seedFor(s.cfg.Seed, key), maxTokens, req.ReasoningEffort, chat,
+		lengthRequest{minTokens: minTokens, ignoreEOS: req.IgnoreEOS})
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
 	return &prepared{
-		chat:         chat,
-		requestID:    id,
-		stream:       req.Stream,
-		includeUsage: !req.Stream || (req.StreamOptions != nil && req.StreamOptions.IncludeUsage),
-		promptTokens: promptTokens,
-		blocks:       hashBlocks(toks, s.cfg.Profile.BlockSize),
-		maxTokens:    maxTokens,
-		plan:         plan,
+		chat:            chat,
+		requestID:       id,
+		stream:          req.Stream,
+		includeUsage:    !req.Stream || (req.StreamOptions != nil && req.StreamOptions.IncludeUsage),
+		continuousUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.ContinuousUsageStats,
+		promptTokens:    promptTokens,
+		blocks:          hashBlocks(toks, s.cfg.Profile.BlockSize),
+		maxTokens:       maxTokens,
+		plan:            plan,
 	}, nil
 }
 

@@ -311,6 +311,15 @@ func (id ID) seedWords(stream int) (uint64, uint64) {
 	return binary.BigEndian.Uint64(sum[0:8]), binary.BigEndian.Uint64(sum[8:16])
 }
 
+// Prose is exactly n tokens of the corpus's sentence-shaped text, drawn from the PCG
+// stream (seed1, seed2): the text of random prompts of a given length.
+func Prose(seed1, seed2 uint64, n int) string {
+	var b strings.Builder
+	b.Grow(n * 8)
+	writeProse(&b, rand.New(rand.NewPCG(seed1, seed2)), n)
+	return b.String()
+}
+
 // writeProse writes exactly n tokens of sentence-shaped text.
 func writeProse(b *strings.Builder, rng *rand.Rand, n int) {
 	sentenceLeft := 0

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// interruptPlan is what each SIGINT/SIGTERM does: the first cancels the context and
+// logs first; the second logs second (when set) and the next one exits 130 after
+// logging exit.
+type interruptPlan struct {
+	first, second, exit string
+}
+
+// exitInterrupted is the exit status of a command stopped by a signal (128 + SIGINT),
+// as shells report it.
+const exitInterrupted = 130
+
+// watchInterrupts returns a context the first interrupt cancels (its cause names the
+// signal) and a function that stops watching.
+func watchInterrupts(g *globals, p interruptPlan) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 3)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case s := <-ch:
+				n++
+				switch {
+				case n == 1:
+					g.log.Warn().Str("signal", s.String()).Msg(p.first)
+					cancel(errors.New(s.String()))
+				case n == 2 && p.second != "":
+					g.log.Warn().Msg(p.second)
+				default:
+					g.log.Error().Msg(p.exit)
+					os.Exit(exitInterrupted)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); close(done); cancel(nil) }
+}
+
+// benchInterrupts is the interrupt of commands that only measure (bench,
+// calibrate): nothing was taken out of service, so there is nothing to restore.
+var benchInterrupts = interruptPlan{
+	first: "interrupt: stopping; requests in flight are cancelled and every record taken so far is written. Interrupt again to exit at once.",
+	exit:  "exiting at once; the records of requests in flight are lost",
+}
