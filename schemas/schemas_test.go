@@ -36,3 +36,32 @@ func TestJournalRecordSchema(t *testing.T) {
 		t.Errorf("unknown schema error should list the schemas: %v", err)
 	}
 }
+
+func TestOverlapSchema(t *testing.T) {
+	good := `{"block":"block.primary[\"flare_instrumented/c4/r2\"]","declared":"after 8 completed requests",` +
+		`"block_window":{"start":"2026-10-22T03:00:00.5Z","end":null},` +
+		`"capture_window":{"start":"2026-10-22T03:00:10.123456789Z","end":"2026-10-22T03:00:11.123456789Z"},` +
+		`"block_requests_completed_at_capture_end":12,"overlapped":true,"detail":"the capture ran within the load"}`
+	if err := Validate("overlap", []byte(good)); err != nil {
+		t.Fatalf("valid overlap rejected: %v", err)
+	}
+	if err := Validate("overlap", []byte(strings.Replace(good, `"start":"2026-10-22T03:00:00.5Z","end":null`, `"start":null,"end":null`, 1))); err != nil {
+		t.Errorf("a block that sent nothing has no window: %v", err)
+	}
+	cases := map[string]string{
+		"no block":              strings.Replace(good, `"block":"block.primary[\"flare_instrumented/c4/r2\"]",`, "", 1),
+		"local time":            strings.Replace(good, "03:00:00.5Z", "03:00:00.5+02:00", 1),
+		"window without end":    strings.Replace(good, `,"end":null`, "", 1),
+		"capture without start": strings.Replace(good, `"start":"2026-10-22T03:00:10.123456789Z"`, `"start":null`, 1),
+		"overlapped as text":    strings.Replace(good, `"overlapped":true`, `"overlapped":"yes"`, 1),
+		"negative requests":     strings.Replace(good, `:12,`, `:-1,`, 1),
+	}
+	for name, doc := range cases {
+		if doc == good {
+			t.Fatalf("%s: the case changes nothing", name)
+		}
+		if err := Validate("overlap", []byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

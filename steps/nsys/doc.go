@@ -10,7 +10,14 @@
 // from) and the full stdout/stderr of each command.
 //
 // Seed 000 asks for the rank/graph/module mapping and the unmapped fraction too; they
-// come from the SQLite file and belong to the report, not to the capture.
+// come from the SQLite file and belong to the report, not to the capture. The step
+// declares what the report needs and checks it when the plan is loaded (config.go):
+// modules (module name -> RE2 patterns on kernel names), rank_devices (the CUDA
+// device of each rank) and control (a reference to the unprofiled control block,
+// whose address capture.json records). analyze.go reads the export: kernel time by
+// module, rank/device and graph (innermost NVTX range on the launching thread, or
+// the CUDA graph), the unmapped fraction, the capture interval and the export's
+// warnings; every sum of kernel times overlaps and is labelled so.
 //
 // nsys and the docker CLI get PATH, HOME, LANG, TMPDIR, DOCKER_HOST (the target's
 // host) and the step's env, nothing else of rigor's environment; inside a container

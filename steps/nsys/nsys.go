@@ -40,6 +40,12 @@ var spec = hcldec.ObjectSpec{
 	"nsys":      &hcldec.AttrSpec{Name: "nsys", Type: cty.String},           // the nsys binary (default "nsys")
 	"docker":    &hcldec.AttrSpec{Name: "docker", Type: cty.String},         // the docker CLI (default "docker")
 	"env":       &hcldec.AttrSpec{Name: "env", Type: cty.Map(cty.String)},
+	// The report's mapping and comparison (analyze.go, steps/report): kernel-name
+	// patterns per module, the CUDA device of each rank, and the unprofiled control
+	// block of the profiled one.
+	"modules":      &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "modules", Type: cty.Map(cty.List(cty.String))}, Func: validateModules},
+	"rank_devices": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "rank_devices", Type: cty.List(cty.Number)}, Func: validateRankDevices},
+	"control":      &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "control", Type: cty.DynamicPseudoType}, Func: validateControl},
 }
 
 var outputType = cty.Object(map[string]cty.Type{
@@ -200,6 +206,9 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	profile = append(profile, p.args...)
 	profile = append(profile, p.command...)
 	rec := captureRecord{Where: p.where, Container: p.container, RequestedDurationS: p.duration.Seconds(), Profile: profile}
+	if sc.Instance != nil {
+		rec.Control = ControlAddr(sc.Instance.Config)
+	}
 	var warnings []string
 
 	if p.where == "container" {
@@ -351,4 +360,6 @@ type captureRecord struct {
 	Report             string   `json:"report,omitempty"`
 	SQLite             string   `json:"sqlite,omitempty"`
 	Warnings           int      `json:"warnings"`
+	// Control is the address of the unprofiled control block the plan names.
+	Control string `json:"control,omitempty"`
 }

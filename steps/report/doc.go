@@ -41,8 +41,15 @@
 // "sm_clock_mhz"; "mem_clock_mhz"; "driver" or "driver_version"; "name". Absent keys
 // are left out of the observations, never read as zero.
 //
+// Diagnostics (diagnostics.go) cover the plan's trace and nsys captures: the
+// analysis seed 000 asks for (steps/trace/analyze.go, steps/nsys/analyze.go), one
+// container incarnation pooled per target, overlap.json shown beside each capture and
+// checked against its windows, and the observer-overhead comparison of a profiled
+// block with its named control. Every capture file read is hashed against the
+// journal.
+//
 // Out of scope: re-running or repairing anything; statistical tests beyond the
 // pre-registered decision rule (no p-values, no multiple-comparison correction);
-// randomized or counterbalanced arm orders; interpreting scheduler traces or
-// Nsight captures.
+// randomized or counterbalanced arm orders; attributing a trace sample or a kernel to
+// an HTTP request, which the evidence cannot support.
 package report

@@ -46,6 +46,7 @@ func (r *Report) document(charts []chart) *document {
 	r.distributionSection(d)
 	r.tailsSection(d)
 	r.failuresSection(d)
+	r.diagnosticsSection(d)
 	r.coverageSection(d)
 	r.amendmentsSection(d)
 	r.gpuSection(d)

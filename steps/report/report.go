@@ -80,6 +80,7 @@ func Build(stateDir string) (*Report, error) {
 		}
 		s.Coverage.ByStatus[st]++
 	}
+	s.Diagnostics = ev.diagnostics()
 	s.Integrity = append([]string{}, ev.problems...)
 	return r, nil
 }

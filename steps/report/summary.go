@@ -44,6 +44,9 @@ type Summary struct {
 	Promotion        Verdict     `json:"promotion"`
 	Integrity        []string    `json:"integrity_problems"`
 	Coverage         CoverageSum `json:"coverage"`
+	// Diagnostics analyses the plan's trace and nsys captures (diagnostics.go);
+	// absent when the plan has none.
+	Diagnostics *Diagnostics `json:"diagnostics,omitempty"`
 }
 
 // CoverageSum counts the plan's steps by their latest status.

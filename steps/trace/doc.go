@@ -18,6 +18,15 @@
 // "instrumentation_incomplete", and for drops and overflows the message says that a
 // shorter window is needed. The capture is never repaired or trimmed.
 //
-// Out of scope: analysing the trace (grouping by graph and lanes, rank maxima) is the
-// report's job; this step only guarantees the evidence is whole.
+// Analysis (analyze.go) is read by the report, not run by the step: Parse reads a
+// kept capture, Window places it on UTC with the alignment bound of its two anchors,
+// and Analyze pools captures of one container incarnation by seed 000's rules
+// (samples grouped by graph index/kind/shape, scheduled lanes and the queued flag;
+// per-rank intervals and their maximum, never summed; retained_ns against the
+// max-rank GPU interval when queued, else against max(max-rank, host wall); the
+// prior-observation age selected_at_ns − selection.observed_at_ns, freshness and
+// refresh origin). Gaps lists what a trace cannot say.
+//
+// Out of scope: choosing which captures to pool (the report keeps one incarnation
+// per target) and attributing samples to HTTP requests, which the trace cannot do.
 package trace

@@ -9,7 +9,7 @@ import (
 	"github.com/rigor-bench/rigor/schemas"
 )
 
-// capture is the part of a capture document the rules read.
+// capture is the part of a capture document the rules and the analysis read.
 type capture struct {
 	RequestedDurationNS int64 `json:"requested_duration_ns"`
 	Incarnation         struct {
@@ -35,23 +35,40 @@ type capture struct {
 	Overflow       bool  `json:"overflow"`
 	DroppedSamples int   `json:"dropped_samples"`
 	Graphs         []struct {
-		Index         int `json:"index"`
-		BatchCapacity int `json:"batch_capacity"`
+		Index           int    `json:"index"`
+		Kind            string `json:"kind"`
+		Shape           string `json:"shape"`
+		BatchCapacity   int    `json:"batch_capacity"`
+		TokenCapacity   int    `json:"token_capacity"`
+		PrefillCapacity int    `json:"prefill_capacity"`
 	} `json:"graphs"`
-	Samples []struct {
-		Seq            int   `json:"seq"`
-		Graph          int   `json:"graph"`
-		ScheduledLanes int   `json:"scheduled_lanes"`
-		Queued         bool  `json:"queued"`
-		SelectedAtNS   int64 `json:"selected_at_ns"`
-		CommittedAtNS  int64 `json:"committed_at_ns"`
-		CompletionNS   int64 `json:"completion_observed_at_ns"`
-		Ranks          []struct {
-			Rank    int   `json:"rank"`
-			StartNS int64 `json:"start_ns"`
-			EndNS   int64 `json:"end_ns"`
-		} `json:"ranks"`
-	} `json:"samples"`
+	Samples []sample `json:"samples"`
+}
+
+// sample is one scheduler frame. Optional fields are pointers: absent is not zero.
+type sample struct {
+	Seq            int    `json:"seq"`
+	Graph          int    `json:"graph"`
+	ScheduledLanes int    `json:"scheduled_lanes"`
+	Queued         bool   `json:"queued"`
+	SelectedAtNS   int64  `json:"selected_at_ns"`
+	CommittedAtNS  int64  `json:"committed_at_ns"`
+	CompletionNS   int64  `json:"completion_observed_at_ns"`
+	HostWallNS     *int64 `json:"host_wall_ns"`
+	RetainedNS     int64  `json:"retained_ns"`
+	SourceEqNS     *int64 `json:"source_equivalent_cost_ns"`
+	PriorAgeNS     *int64 `json:"prior_observation_age_ns"`
+	PriorPresent   *bool  `json:"prior_observation_present"`
+	Selection      struct {
+		ObservedAtNS  int64  `json:"observed_at_ns"`
+		Freshness     string `json:"freshness"`
+		RefreshOrigin string `json:"refresh_origin"`
+	} `json:"selection"`
+	Ranks []struct {
+		Rank    int   `json:"rank"`
+		StartNS int64 `json:"start_ns"`
+		EndNS   int64 `json:"end_ns"`
+	} `json:"ranks"`
 }
 
 // Options tune the rules.

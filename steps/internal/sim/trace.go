@@ -1,28 +1,64 @@
 package sim
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"math"
 	"math/bits"
 	mrand "math/rand/v2"
 	"net/http"
+	"sort"
 	"sync"
 	"time"
 )
 
 // The scheduler-trace capture endpoint, POST /debug/scheduler-trace?duration=1s: for a
-// bounded window the server records one sample per scheduler iteration, derived from
-// its own timing model (the running batch and the TPOT model give the iteration
-// length), and answers with one JSON document (schemas/trace-capture.schema.json).
+// bounded window the server records one sample per scheduler frame, derived from its
+// own timing model, and answers with one JSON document
+// (schemas/trace-capture.schema.json).
 //
 // What a sample holds follows seed 000: the runtime graph (index into the capture's
-// graph table, kind, capacities), the scheduled physical lane count, the queued flag
-// (another executor frame was outstanding at submission), physical slot/generation
-// handles (not HTTP request IDs), selection, commit and completion-observation times,
-// one GPU interval per tensor-parallel rank, and the retained shape-cost observation
-// used at selection with its age, freshness and refresh origin. Times are nanoseconds
-// from a process-local monotonic origin; before/after anchors pair that clock with UTC.
+// graph table, kind, shape, capacities), the scheduled physical lane count, the queued
+// flag (another executor frame was outstanding at submission), physical
+// slot/generation handles (not HTTP request IDs), selection, commit and
+// completion-observation times, one GPU interval per tensor-parallel rank, and the
+// retained shape-cost observation used at selection with its age, freshness and
+// refresh origin. Times are nanoseconds from a process-local monotonic origin;
+// before/after anchors pair that clock with UTC, each read as two separate clock
+// reads, as an instrumented runtime reads them.
+//
+// The frame model (all durations are model time, multiplied by Config.TimeScale):
+//
+//   - Both built-in profiles are TP2, MTP3 (three draft tokens per lane per step).
+//     A decode frame runs a "speculative" graph whose shape is BxD: B the captured
+//     batch capacity (a power of two at or above the running lanes), D the draft
+//     tokens. Its host wall interval (selection to completion observation) is the
+//     profile's TPOT at the running batch times traceTokensPerStep, the mean
+//     tokens a lane keeps per step. For the flare profile at C4 that is 22.73 ms:
+//     seed 002's median host wall interval (44 samples in a 1 s capture).
+//   - Host overhead inside the host wall interval (selection to commit, commit to
+//     launch, the second rank's later start, last rank end to the completion
+//     observation) is 46 µs, so the max-rank GPU interval is about 22.68 ms there
+//     (seed 002: 22.683 ms). Every frame carries a common ±2% jitter (both ranks
+//     stall together), and each rank its own normal(0, 5 µs) deviation: the
+//     median rank spread is about 4.8 µs (seed 002: 4.736 µs).
+//   - The next frame is selected 4 µs after the previous one is observed complete.
+//   - A frame that admits a new lane is a "mixed" graph (shape BxD+p2048, a prefill
+//     chunk beside the decode lanes, 1.35× the GPU time). The scheduler selects it
+//     while the previous frame is still outstanding, so it is queued; its ranks
+//     start only when the previous frame's end on that rank.
+//   - Retained shape-cost observations live as long as the server: each completed
+//     frame refreshes its graph's cost (max-rank GPU time when the frame was
+//     queued, otherwise max(max-rank GPU time, host wall), as the cost estimator
+//     measures it; that is also the sample's source_equivalent_cost_ns). A
+//     selection uses its graph's latest observation made before it (a queued
+//     frame is selected before the frame ahead of it is observed): refresh origin
+//     "completion", fresh when it is at most 100 ms old. A graph that no frame has
+//     completed yet uses its capture-time estimate: refresh origin "estimate",
+//     freshness "unobserved", prior_observation_present false.
+//   - Graph indices are the server's: a graph keeps its index across captures, and a
+//     capture's graph table lists the graphs its samples use.
+//   - Random draws come from a generator seeded with Config.Seed and the capture's
+//     number on this server.
 //
 // Faults.TraceDropRate drops samples (their sequence numbers stay consumed and
 // dropped_samples counts them); Faults.TraceOverflow shrinks the buffer so the capture
@@ -34,10 +70,33 @@ const (
 	TraceOverflowCapacity = 64    // the buffer under Faults.TraceOverflow
 	TraceMaxDuration      = 60 * time.Second
 	TraceRanks            = 2 // tensor parallel ranks of the simulated stack
+	TraceDraftTokens      = 3 // MTP3: draft tokens per lane per speculative step
 	traceTick             = time.Millisecond
-	traceMinGap           = 10 * time.Microsecond // floor on an iteration at tiny time scales
-	traceSpecTokens       = 4                     // tokens per lane per step (MTP3: one + three drafts)
+	traceMinGap           = 10 * time.Microsecond // floor on a frame at tiny time scales
 	tracePrefillChunk     = 2048
+	// traceTokensPerStep is the mean number of tokens a lane keeps per speculative
+	// step (one plus the accepted drafts): a frame lasts TPOT × this.
+	traceTokensPerStep = 1.6178
+	traceFrameJitter   = 0.02 // half-width of the common relative jitter of a frame
+	traceMixedStretch  = 1.35 // GPU time of a mixed frame relative to a decode frame
+	traceQueuedLead    = 0.3  // a queued frame is selected this share of a frame early
+	// Host overheads and the per-rank deviation, model time.
+	traceSelectToCommit  = 12 * time.Microsecond
+	traceCommitToLaunch  = 10 * time.Microsecond
+	traceRankStagger     = 2 * time.Microsecond  // rank r starts r × this after launch
+	traceObserveDelay    = 22 * time.Microsecond // last rank end to the completion observation
+	traceObserveToSelect = 4 * time.Microsecond  // a completion observation to the next selection
+	traceRankSigma       = 5 * time.Microsecond
+	traceFreshFor        = 100 * time.Millisecond
+)
+
+// Refresh origins and freshness of a retained observation.
+const (
+	TraceOriginCompletion = "completion"
+	TraceOriginEstimate   = "estimate"
+	TraceFresh            = "fresh"
+	TraceStale            = "stale"
+	TraceUnobserved       = "unobserved"
 )
 
 // traceOrigin is the process-local origin of every *_ns time in a capture.
@@ -45,18 +104,24 @@ var traceOrigin = time.Now()
 
 func monoNS(t time.Time) int64 { return int64(t.Sub(traceOrigin)) }
 
-var traceInstances sync.Map // *Server -> string
+// traceMemory is what the simulated runtime keeps between captures: its graph table
+// and the last cost observation of each graph.
+type traceMemory struct {
+	mu       sync.Mutex
+	captures uint64
+	graphs   map[string]TraceGraph
+	retained map[int][]retainedCost // the last two observations per graph, oldest first
+}
 
-// instanceID names this server's lifetime: a restarted container is a new Server with
-// a new ID, so a capture's before/after incarnations can be compared.
-func (s *Server) instanceID() string {
-	if v, ok := traceInstances.Load(s); ok {
-		return v.(string)
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	v, _ := traceInstances.LoadOrStore(s, fmt.Sprintf("sim-%s@%d", hex.EncodeToString(b[:]), time.Now().UnixNano()))
-	return v.(string)
+type retainedCost struct {
+	costNS, observedNS int64
+}
+
+var traceMemories sync.Map // *Server -> *traceMemory
+
+func (s *Server) traceMemory() *traceMemory {
+	v, _ := traceMemories.LoadOrStore(s, &traceMemory{graphs: map[string]TraceGraph{}, retained: map[int][]retainedCost{}})
+	return v.(*traceMemory)
 }
 
 // TraceAnchor pairs the capture's monotonic clock with UTC at one moment.
@@ -66,17 +131,17 @@ type TraceAnchor struct {
 }
 
 // TraceGraph is one runtime graph; token/prefill capacities are capacities, not the
-// tokens an iteration actually carried.
+// tokens a frame actually carried.
 type TraceGraph struct {
 	Index           int    `json:"index"`
-	Kind            string `json:"kind"` // decode or mixed
+	Kind            string `json:"kind"` // speculative or mixed
 	Shape           string `json:"shape"`
 	BatchCapacity   int    `json:"batch_capacity"`
 	TokenCapacity   int    `json:"token_capacity"`
 	PrefillCapacity int    `json:"prefill_capacity"`
 }
 
-// TraceSample is one scheduler iteration.
+// TraceSample is one scheduler frame.
 type TraceSample struct {
 	Seq                     int               `json:"seq"`
 	Graph                   int               `json:"graph"`
@@ -104,11 +169,11 @@ type TraceSlot struct {
 // TraceSelection is the retained cost observation a selection used.
 type TraceSelection struct {
 	ObservedAtNS  int64  `json:"observed_at_ns"`
-	Freshness     string `json:"freshness"`      // fresh or stale
-	RefreshOrigin string `json:"refresh_origin"` // measured or prior
+	Freshness     string `json:"freshness"`      // fresh, stale or unobserved
+	RefreshOrigin string `json:"refresh_origin"` // completion or estimate
 }
 
-// TraceRankWindow is one rank's GPU interval of an iteration.
+// TraceRankWindow is one rank's GPU interval of a frame.
 type TraceRankWindow struct {
 	Rank    int   `json:"rank"`
 	StartNS int64 `json:"start_ns"`
@@ -145,8 +210,10 @@ type TraceCapture struct {
 // TraceFormat names the capture document's format.
 const TraceFormat = "rigor.scheduler-trace.v1"
 
-func anchorAt(t time.Time) TraceAnchor {
-	return TraceAnchor{MonoNS: monoNS(t), UTC: t.UTC().Format(time.RFC3339Nano)}
+// readAnchor reads the monotonic clock, then the wall clock, as two reads.
+func readAnchor() TraceAnchor {
+	mono := monoNS(time.Now())
+	return TraceAnchor{MonoNS: mono, UTC: time.Now().UTC().Format(time.RFC3339Nano)}
 }
 
 func (s *Server) serveSchedulerTrace(w http.ResponseWriter, r *http.Request) {
@@ -166,7 +233,7 @@ func (s *Server) serveSchedulerTrace(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &TraceCapture{Format: TraceFormat, Source: "rigor-sim/" + s.cfg.Profile.Name, Model: s.cfg.ModelName, RequestedDurationNS: int64(d)}
 	c.Clock.Origin = "process"
-	c.Incarnation.Before = s.instanceID()
+	c.Incarnation.Before = s.cfg.Incarnation
 	for i := range TraceRanks {
 		c.Ranks = append(c.Ranks, i)
 	}
@@ -174,14 +241,14 @@ func (s *Server) serveSchedulerTrace(w http.ResponseWriter, r *http.Request) {
 	if faults.TraceOverflow {
 		c.Capacity = TraceOverflowCapacity
 	}
-	c.Clock.Before = anchorAt(time.Now())
+	c.Clock.Before = readAnchor()
 	tr := newTracer(s, c, faults)
 	start := time.Now()
 	c.Window.StartNS = monoNS(start)
 	deadline := start.Add(d)
 	tick := time.NewTicker(traceTick)
 	defer tick.Stop()
-	tr.next = start
+	tr.next = c.Window.StartNS
 	for now := start; now.Before(deadline); {
 		select {
 		case <-s.done:
@@ -193,142 +260,200 @@ func (s *Server) serveSchedulerTrace(w http.ResponseWriter, r *http.Request) {
 			if now.After(deadline) {
 				now = deadline
 			}
-			tr.advance(now)
+			tr.advance(monoNS(now))
 		}
 	}
-	end := time.Now()
-	tr.advance(deadline)
+	tr.advance(monoNS(deadline))
 	c.Window.EndNS = monoNS(deadline)
-	c.Clock.After = anchorAt(end)
-	c.Incarnation.After = s.instanceID()
-	if c.Graphs == nil {
-		c.Graphs = []TraceGraph{}
-	}
+	c.Clock.After = readAnchor()
+	c.Incarnation.After = s.cfg.Incarnation
+	c.Graphs = tr.graphTable()
 	if c.Samples == nil {
 		c.Samples = []TraceSample{}
 	}
 	writeJSON(w, http.StatusOK, c)
 }
 
-// tracer turns the engine's state at each tick into the iterations the timing model
-// says ran since the last tick.
+// tracer turns the engine's state at each tick into the frames the model says ran
+// since the last tick.
 type tracer struct {
-	s        *Server
-	c        *TraceCapture
-	drop     float64
-	rng      *mrand.Rand
-	next     time.Time // end of the last emitted iteration
-	seq      int
-	running  int
-	gen      int
-	graphs   map[string]int
-	retained map[int][2]int64 // graph -> {cost ns, observed at ns}
-	prevObs  int64            // completion observation of the previous iteration
+	s       *Server
+	c       *TraceCapture
+	mem     *traceMemory
+	drop    float64
+	scale   float64
+	rng     *mrand.Rand
+	next    int64 // completion observation of the last frame: the next selection
+	seq     int
+	running int
+	gen     int
+	used    map[int]TraceGraph
+	// pending is the frame selected but not yet observed complete; prevEnd is each
+	// rank's end of the last emitted frame.
+	pending *TraceSample
+	prevEnd []int64
 }
 
 func newTracer(s *Server, c *TraceCapture, f Faults) *tracer {
+	mem := s.traceMemory()
+	mem.mu.Lock()
+	mem.captures++
+	n := mem.captures
+	mem.mu.Unlock()
 	return &tracer{
-		s: s, c: c, drop: f.TraceDropRate,
-		rng:    mrand.New(mrand.NewPCG(s.cfg.Seed, uint64(time.Now().UnixNano()))),
-		graphs: map[string]int{}, retained: map[int][2]int64{},
+		s: s, c: c, mem: mem, drop: f.TraceDropRate, scale: s.cfg.TimeScale * f.slowdown(),
+		rng:  mrand.New(mrand.NewPCG(s.cfg.Seed, n)),
+		used: map[int]TraceGraph{},
 	}
 }
 
-func (t *tracer) advance(now time.Time) {
-	st := t.s.Stats()
-	admitted := st.Running > t.running
-	if st.Running != t.running {
-		t.gen++ // lanes were reassigned: every slot handle gets a new generation
-	}
-	t.running = st.Running
-	if st.Running == 0 {
-		t.next = now // idle: the scheduler runs no iteration
-		return
-	}
-	p := t.s.cfg.Profile
-	model := p.TPOTBase + p.TPOTPerRunning*time.Duration(st.Running-1)
-	gap := time.Duration(float64(model) * t.s.cfg.TimeScale * t.s.Faults().slowdown())
-	if gap < traceMinGap {
-		gap = traceMinGap
-	}
-	for n := 0; !t.next.Add(gap).After(now) && n < 10000; n++ {
-		kind := "decode"
-		if admitted && n == 0 {
-			kind = "mixed" // a new lane's prefill chunk shares this step
+// model converts a model-time duration to capture nanoseconds.
+func (t *tracer) model(d time.Duration) int64 { return int64(float64(d) * t.scale) }
+
+func (t *tracer) advance(now int64) {
+	for n := 0; n < 100000; n++ {
+		if t.pending == nil {
+			st := t.s.Stats()
+			admitted := st.Running > t.running
+			if st.Running != t.running {
+				t.gen++ // lanes were reassigned: every slot handle gets a new generation
+			}
+			t.running = st.Running
+			if st.Running == 0 {
+				t.next, t.prevEnd = now, nil // idle: the scheduler runs no frame
+				return
+			}
+			t.pending = t.frame(admitted && t.prevEnd != nil, st.Running)
 		}
-		t.emit(t.next, gap, kind, st.Running)
-		t.next = t.next.Add(gap)
+		if t.pending.CompletionObservedAtNS > now {
+			return
+		}
+		t.emit(t.pending)
+		t.next = t.pending.CompletionObservedAtNS
+		t.pending = nil
 	}
 }
 
-func (t *tracer) graph(kind string, lanes int) int {
+// graph returns the server's index of the graph for kind and lanes.
+func (t *tracer) graph(kind string, lanes int) TraceGraph {
 	capacity := 1 << bits.Len(uint(lanes-1)) // captured batch sizes are powers of two
 	key := fmt.Sprintf("%s/%d", kind, capacity)
-	if i, ok := t.graphs[key]; ok {
-		return i
+	t.mem.mu.Lock()
+	defer t.mem.mu.Unlock()
+	g, ok := t.mem.graphs[key]
+	if !ok {
+		g = TraceGraph{Index: len(t.mem.graphs), Kind: kind, Shape: fmt.Sprintf("%dx%d", capacity, TraceDraftTokens),
+			BatchCapacity: capacity, TokenCapacity: capacity * (1 + TraceDraftTokens)}
+		if kind == "mixed" {
+			g.PrefillCapacity = tracePrefillChunk
+			g.TokenCapacity += tracePrefillChunk
+			g.Shape += fmt.Sprintf("+p%d", tracePrefillChunk)
+		}
+		t.mem.graphs[key] = g
 	}
-	g := TraceGraph{Index: len(t.c.Graphs), Kind: kind, Shape: fmt.Sprintf("b%d", capacity), BatchCapacity: capacity, TokenCapacity: capacity * traceSpecTokens}
-	if kind == "mixed" {
-		g.PrefillCapacity = tracePrefillChunk
-		g.Shape += fmt.Sprintf("+p%d", tracePrefillChunk)
-	}
-	t.c.Graphs = append(t.c.Graphs, g)
-	t.graphs[key] = g.Index
-	return g.Index
+	return g
 }
 
-func (t *tracer) emit(start time.Time, gap time.Duration, kind string, lanes int) {
-	seq := t.seq
-	t.seq++
+// graphTable lists the graphs the capture's samples use, by index.
+func (t *tracer) graphTable() []TraceGraph {
+	out := make([]TraceGraph, 0, len(t.used))
+	for _, g := range t.used {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+// frame builds the next frame: a mixed frame when a lane was just admitted.
+func (t *tracer) frame(admitted bool, lanes int) *TraceSample {
+	kind := "speculative"
+	if admitted {
+		kind = "mixed"
+	}
 	g := t.graph(kind, lanes)
-	at := monoNS(start)
-	gp := int64(gap)
-	// With more than one lane the executor selects the next frame before the previous
-	// one's completion is observed (asynchronous scheduling): that frame is queued.
-	selected := at - gp/20
-	if lanes > 1 {
-		selected = at - gp/3
+	p := t.s.cfg.Profile
+	tpot := p.TPOTBase + p.TPOTPerRunning*time.Duration(lanes-1)
+	wall := max(t.model(time.Duration(float64(tpot)*traceTokensPerStep)), int64(traceMinGap))
+	overhead := t.model(traceSelectToCommit + traceCommitToLaunch + traceObserveDelay + traceRankStagger*(TraceRanks-1))
+	gpu := float64(wall-overhead) * (1 + traceFrameJitter*(2*t.rng.Float64()-1))
+	queued := false
+	if kind == "mixed" {
+		gpu *= traceMixedStretch
+		queued = true // selected while the previous frame is outstanding
 	}
-	committed := selected + gp/30
-	launch := committed + gp/50
-	var maxRank int64
+	selected := t.next + t.model(traceObserveToSelect)
+	if queued {
+		selected = t.next - int64(gpu*traceQueuedLead)
+	}
+	committed := selected + t.model(traceSelectToCommit)
+	launch := committed + t.model(traceCommitToLaunch)
 	ranks := make([]TraceRankWindow, TraceRanks)
+	var maxRank, lastEnd int64
 	for r := range ranks {
-		skew := int64(r) * gp / 200
-		dur := int64(float64(gp) * 0.85 * (1 + 0.03*(2*t.rng.Float64()-1)))
-		ranks[r] = TraceRankWindow{Rank: r, StartNS: launch + skew, EndNS: launch + skew + dur}
-		maxRank = max(maxRank, ranks[r].EndNS-ranks[r].StartNS)
+		start := launch + t.model(traceRankStagger)*int64(r)
+		if t.prevEnd != nil && r < len(t.prevEnd) {
+			start = max(start, t.prevEnd[r]+t.model(time.Microsecond))
+		}
+		dur := int64(math.Max(gpu+t.rng.NormFloat64()*float64(t.model(traceRankSigma)), gpu/2))
+		ranks[r] = TraceRankWindow{Rank: r, StartNS: start, EndNS: start + dur}
+		maxRank = max(maxRank, dur)
+		lastEnd = max(lastEnd, start+dur)
 	}
-	observed := ranks[0].EndNS
-	for _, rw := range ranks {
-		observed = max(observed, rw.EndNS)
-	}
-	observed += gp / 50
-	sample := TraceSample{
-		Seq: seq, Graph: g, ScheduledLanes: lanes, Queued: t.prevObs > selected,
+	observed := lastEnd + t.model(traceObserveDelay)
+	s := &TraceSample{
+		Graph: g.Index, ScheduledLanes: lanes, Queued: queued,
 		SelectedAtNS: selected, CommittedAtNS: committed, CompletionObservedAtNS: observed,
-		HostWallNS: observed - selected, Ranks: ranks, SourceEquivalentCostNS: maxRank,
+		HostWallNS: observed - selected, Ranks: ranks,
 	}
-	if host := observed - selected; !sample.Queued && host > sample.SourceEquivalentCostNS {
-		sample.SourceEquivalentCostNS = host // the cost estimator's max(max-rank, host wall)
+	// What the cost estimator measures of this frame: the device time alone when the
+	// frame waited behind another, otherwise whichever of device and host is longer.
+	s.SourceEquivalentCostNS = maxRank
+	if !queued {
+		s.SourceEquivalentCostNS = max(maxRank, s.HostWallNS)
 	}
-	if prior, ok := t.retained[g]; ok {
-		sample.RetainedNS = prior[0]
-		sample.PriorObservationPresent = true
-		sample.PriorObservationAgeNS = selected - prior[1]
-		sample.Selection = TraceSelection{ObservedAtNS: prior[1], Freshness: "fresh", RefreshOrigin: "measured"}
-		if sample.PriorObservationAgeNS > 50*gp {
-			sample.Selection.Freshness = "stale"
+	// A selection can only use an observation already made: a queued frame is
+	// selected before the frame ahead of it is observed complete.
+	var prior retainedCost
+	ok := false
+	t.mem.mu.Lock()
+	for _, o := range t.mem.retained[g.Index] {
+		if o.observedNS <= selected {
+			prior, ok = o, true
+		}
+	}
+	t.mem.mu.Unlock()
+	if ok {
+		s.RetainedNS = prior.costNS
+		s.PriorObservationPresent = true
+		s.PriorObservationAgeNS = selected - prior.observedNS
+		s.Selection = TraceSelection{ObservedAtNS: prior.observedNS, Freshness: TraceFresh, RefreshOrigin: TraceOriginCompletion}
+		if s.PriorObservationAgeNS > t.model(traceFreshFor) {
+			s.Selection.Freshness = TraceStale
 		}
 	} else {
-		sample.RetainedNS = int64(float64(gp) * 0.85)
-		sample.Selection = TraceSelection{ObservedAtNS: selected, Freshness: "stale", RefreshOrigin: "prior"}
+		s.RetainedNS = int64(gpu)
+		s.Selection = TraceSelection{ObservedAtNS: selected, Freshness: TraceUnobserved, RefreshOrigin: TraceOriginEstimate}
 	}
 	for i := range lanes {
-		sample.Requests = append(sample.Requests, TraceSlot{Slot: i, Generation: t.gen})
+		s.Requests = append(s.Requests, TraceSlot{Slot: i, Generation: t.gen})
 	}
-	t.retained[g] = [2]int64{sample.SourceEquivalentCostNS, observed}
-	t.prevObs = observed
+	t.used[g.Index] = g
+	return s
+}
+
+// emit records a completed frame, refreshes its graph's retained cost, and keeps the
+// sample unless the buffer is full or the drop fault takes it.
+func (t *tracer) emit(s *TraceSample) {
+	s.Seq = t.seq
+	t.seq++
+	t.mem.mu.Lock()
+	obs := append(t.mem.retained[s.Graph], retainedCost{costNS: s.SourceEquivalentCostNS, observedNS: s.CompletionObservedAtNS})
+	t.mem.retained[s.Graph] = obs[max(0, len(obs)-2):]
+	t.mem.mu.Unlock()
+	t.prevEnd = t.prevEnd[:0]
+	for _, r := range s.Ranks {
+		t.prevEnd = append(t.prevEnd, r.EndNS)
+	}
 	switch {
 	case t.drop > 0 && t.rng.Float64() < t.drop:
 		t.c.DroppedSamples++
@@ -336,6 +461,6 @@ func (t *tracer) emit(start time.Time, gap time.Duration, kind string, lanes int
 		t.c.Overflow = true
 		t.c.DroppedSamples++
 	default:
-		t.c.Samples = append(t.c.Samples, sample)
+		t.c.Samples = append(t.c.Samples, *s)
 	}
 }
