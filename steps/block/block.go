@@ -159,9 +159,9 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		}
 	}
 	if sc.Progress != nil {
-		// The first request goes out now: a capture running during this block counts
-		// its start from here.
-		sc.Progress(engine.Progress{Total: lc.Requests, Sending: true})
+		// A capture running during this block counts its start from the first
+		// request, after the corpus is rendered and the connections dialled.
+		lc.OnStart = func() { sc.Progress(engine.Progress{Total: lc.Requests, Sending: true}) }
 	}
 	result, runErr := loadgen.Run(ctx, lc, out)
 	stopNative()

@@ -125,6 +125,9 @@ type Config struct {
 	// the output, in the order they were written (calls never overlap). It drives
 	// live progress; it runs while the writer lock is held and must be fast.
 	OnRecord func(Record) `json:"-"`
+	// OnStart, when set, is called once, right before the block clock starts and the
+	// first request goes out: everything before it (rendering, dialling) is setup.
+	OnStart func() `json:"-"`
 }
 
 // CorpusID is the corpus the block sends: the workload's corpus setting in the block's

@@ -96,6 +96,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		}
 	}()
 
+	if cfg.OnStart != nil {
+		cfg.OnStart()
+	}
 	// The block clock: one time.Now gives both the UTC anchor and the monotonic
 	// origin, so the anchor is exact at offset 0.
 	cpu0 := processCPU()

@@ -487,3 +487,25 @@ func TestWarmupFailureSendsNothing(t *testing.T) {
 		t.Errorf("err = %v, result %v, %d bytes written; want ErrWarmup and nothing else", err, res, out.Len())
 	}
 }
+
+// OnStart marks the first request: it is called once, after every connection was
+// dialled (setup) and before any request reached the server.
+func TestOnStartComesBeforeTheFirstRequest(t *testing.T) {
+	checkLeaks(t)
+	var reached atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		script(roleChunk, contentChunk("a"), finishChunk("stop"), usageChunk(10, 1), doneEvent)(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := testConfig(srv.URL)
+	cfg.Concurrency, cfg.Requests = 2, 6
+	calls, seenAtStart := 0, int64(-1)
+	cfg.OnStart = func() { calls++; seenAtStart = reached.Load() }
+	if _, err := Run(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || seenAtStart != 0 || reached.Load() != 6 {
+		t.Fatalf("OnStart called %d time(s) with %d request(s) already at the server; want once, before any (server saw %d in all)", calls, seenAtStart, reached.Load())
+	}
+}
