@@ -112,7 +112,7 @@ func (r *run) duringMayStart(inst *plans.Instance) bool {
 	case !w.end.IsZero():
 		r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusFailed, Class: ClassInstrumentation,
 			Policy:  policyFor(ClassInstrumentation, inst.Meta.OnFailure, false),
-			Message: fmt.Sprintf("refused: %s ended (%d requests completed) before the capture's start condition (%s) held, so it could not run under its load", host, w.done, startCondition(inst))})
+			Message: fmt.Sprintf("refused: %s ended (%d requests completed) before the capture's start condition (%s) held, so it could not run under its load", host, w.done, inst.Meta.StartCondition())})
 		r.stopIfPolicy(inst, ClassInstrumentation, r.terminal[inst.Addr].Policy, "capture could not start during "+host)
 		return false
 	case w.firstSend.IsZero():
@@ -135,16 +135,6 @@ func (r *run) duringMayStart(inst *plans.Instance) bool {
 		}
 	}
 	return true
-}
-
-func startCondition(inst *plans.Instance) string {
-	switch {
-	case inst.Meta.StartAfterRequests > 0:
-		return fmt.Sprintf("after %d completed requests", inst.Meta.StartAfterRequests)
-	case inst.Meta.StartAfter > 0:
-		return fmt.Sprintf("%s after the first request", inst.Meta.StartAfter)
-	}
-	return "at the first request"
 }
 
 // overlap is overlap.json, the evidence that a capture ran under its block's load:
@@ -188,7 +178,7 @@ func (r *run) recordOverlap(inst *plans.Instance, dir string, start, end time.Ti
 	case !w.end.IsZero() && w.end.Before(end):
 		detail = fmt.Sprintf("%s ended %s before the capture did: its last %s ran without the block's load", inst.Meta.During, end.Sub(w.end), end.Sub(w.end))
 	}
-	o := overlap{Block: inst.Meta.During, Declared: startCondition(inst), Requests: w.done, Overlapped: ok, Detail: detail,
+	o := overlap{Block: inst.Meta.During, Declared: inst.Meta.StartCondition(), Requests: w.done, Overlapped: ok, Detail: detail,
 		BlockWindow:   timeWindow{Start: ptr(w.firstSend), End: ptr(w.end)},
 		CaptureWindow: timeWindow{Start: ptr(start), End: ptr(end)}}
 	if b, err := json.MarshalIndent(o, "", "  "); err == nil {

@@ -709,7 +709,7 @@ func (r *run) inputsOf(inst *plans.Instance) (cty.Value, []string, map[string]ct
 		return cty.NilVal, nil, nil, diags
 	}
 	if !plans.IsWholeKnown(cfg) {
-		return cty.NilVal, nil, nil, fmt.Errorf("configuration still waits for other steps %s", plans.UnknownText(markSet(cfg)))
+		return cty.NilVal, nil, nil, fmt.Errorf("configuration still waits for other steps %s", plans.UnknownText(plans.MarksOf(cfg)))
 	}
 	var files []string
 	if fi, ok := r.reg[inst.Type].(FileInputs); ok {
@@ -729,17 +729,6 @@ func (r *run) inputsOf(inst *plans.Instance) (cty.Value, []string, map[string]ct
 		}
 	}
 	return cfg, files, deps, nil
-}
-
-func markSet(v cty.Value) cty.ValueMarks {
-	_, pvm := v.UnmarkDeepWithPaths()
-	out := make(cty.ValueMarks)
-	for _, p := range pvm {
-		for m := range p.Marks {
-			out[m] = struct{}{}
-		}
-	}
-	return out
 }
 
 func convertOutputs(v cty.Value, inst *plans.Instance) (cty.Value, error) {

@@ -69,6 +69,17 @@ type Meta struct {
 	StartAfterRequests int
 }
 
+// StartCondition says in words when a capture with During starts.
+func (m Meta) StartCondition() string {
+	switch {
+	case m.StartAfterRequests > 0:
+		return fmt.Sprintf("after %d completed requests", m.StartAfterRequests)
+	case m.StartAfter > 0:
+		return fmt.Sprintf("%s after the first request", m.StartAfter)
+	}
+	return "at the first request"
+}
+
 // OnFailure values a step may declare.
 var onFailureValues = []string{"stop", "continue", "hold", "stop_arm"}
 
@@ -265,6 +276,10 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// MarksOf collects every mark found anywhere in v (UnknownText reads which steps a
+// value waits for from them).
+func MarksOf(v cty.Value) cty.ValueMarks { return markOf(v) }
 
 func markOf(v cty.Value) cty.ValueMarks {
 	_, pvm := v.UnmarkDeepWithPaths()

@@ -95,7 +95,7 @@ func renderShow(w io.Writer, p *plans.Plan) error {
 			fmt.Fprintf(w, "       only if: %s (otherwise skipped)\n", inst.Meta.ConditionText)
 		}
 		if inst.Meta.During != "" {
-			fmt.Fprintf(w, "       during: %s, starting %s\n", inst.Meta.During, duringStart(inst))
+			fmt.Fprintf(w, "       during: %s, starting %s\n", inst.Meta.During, inst.Meta.StartCondition())
 		}
 		cfg := inst.Config
 		if cfg != cty.NilVal && cfg.Type().IsObjectType() && !cfg.IsNull() {
@@ -201,14 +201,4 @@ func outageFit(p *plans.Plan) string {
 		s += fmt.Sprintf("\n    %s: %s", d.Addr, d.Reason)
 	}
 	return s
-}
-
-func duringStart(inst *plans.Instance) string {
-	switch {
-	case inst.Meta.StartAfterRequests > 0:
-		return fmt.Sprintf("after %d of its requests completed", inst.Meta.StartAfterRequests)
-	case inst.Meta.StartAfter > 0:
-		return fmt.Sprintf("%s after its first request", inst.Meta.StartAfter)
-	}
-	return "at its first request"
 }
