@@ -320,14 +320,9 @@ step "probe" "uses_recipe" { file = "recipe.txt" }
 step "probe" "restore" { always = true }
 `)
 	// The file changes after the plan is frozen, while the first step runs.
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.tamper" {
-				_ = os.WriteFile(filepath.Join(h.dir, "recipe.txt"), []byte("changed"), 0o644)
-				return
-			}
-		}
-	}()
+	h.probe.when("probe.tamper", func() {
+		_ = os.WriteFile(filepath.Join(h.dir, "recipe.txt"), []byte("changed"), 0o644)
+	})
 	sum, err := h.apply(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -437,20 +432,15 @@ func TestAlwaysStepRunsDespiteChangedProtectedFile(t *testing.T) {
 	}
 	p := h.load(`
 campaign "t" { frozen = ["discovery.json"] }
-step "probe" "tamper" {}
+step "probe" "tamper" { remove = "` + protected + `" } # unreadable from now on
 step "probe" "restore" {
   always = true
   file   = "discovery.json"
 }
 `)
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.tamper" {
-				_ = os.Remove(protected) // unreadable from now on
-				return
-			}
-		}
-	}()
+	h.probe.when("probe.tamper", func() {
+		_ = os.Remove(protected) // unreadable from now on
+	})
 	if _, err := h.apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}

@@ -527,14 +527,9 @@ step "world" "restore" {
   always = true
 }
 `
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.edit" {
-				h.world.pin("corpus c4", "bbbb")
-				return
-			}
-		}
-	}()
+	h.probe.when("probe.edit", func() {
+		h.world.pin("corpus c4", "bbbb")
+	})
 	sum, err := h.apply(context.Background(), h.load(src))
 	if err != nil {
 		t.Fatal(err)
@@ -570,14 +565,9 @@ campaign "t" { frozen = ["recipe.txt"] }
 step "probe" "tamper" {}
 step "probe" "next" {}
 `)
-	go func() {
-		for a := range h.probe.started {
-			if a == "probe.tamper" {
-				_ = os.WriteFile(filepath.Join(h.dir, "recipe.txt"), []byte("changed"), 0o644)
-				return
-			}
-		}
-	}()
+	h.probe.when("probe.tamper", func() {
+		_ = os.WriteFile(filepath.Join(h.dir, "recipe.txt"), []byte("changed"), 0o644)
+	})
 	if _, err := h.apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}

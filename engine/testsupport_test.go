@@ -29,11 +29,20 @@ type probe struct {
 	started chan string
 	pinned  map[string]map[string]string // addr -> StepContext.Pinned it saw
 	history map[string][]engine.Ended    // addr -> StepContext.History() at its start
+	hooks   map[string]func()            // run synchronously inside the step of that address
+}
+
+// when runs fn inside the step addr, before it returns: a test changes the world
+// "while a step runs" without racing the scheduler.
+func (p *probe) when(addr string, fn func()) {
+	p.mu.Lock()
+	p.hooks[addr] = fn
+	p.mu.Unlock()
 }
 
 func newProbe(clock *engine.FakeClock) *probe {
 	return &probe{active: map[string]int{}, overlap: map[string]bool{}, clock: clock, started: make(chan string, 100),
-		pinned: map[string]map[string]string{}, history: map[string][]engine.Ended{}}
+		pinned: map[string]map[string]string{}, history: map[string][]engine.Ended{}, hooks: map[string]func(){}}
 }
 
 func (p *probe) Spec() hcldec.ObjectSpec {
@@ -88,7 +97,11 @@ func (p *probe) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	p.mu.Lock()
 	p.pinned[sc.Addr] = sc.Pinned
 	p.history[sc.Addr] = sc.History()
+	hook := p.hooks[sc.Addr]
 	p.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	if v := cfg.GetAttr("write_kb"); !v.IsNull() {
 		n, _ := v.AsBigFloat().Int64()
 		if err := os.WriteFile(sc.Path("big.bin"), make([]byte, n<<10), 0o644); err != nil {
