@@ -286,6 +286,11 @@ func (r *run) end() *Summary {
 	case r.pending() > 0:
 		sum.Status, sum.Cause = EndHeld, CauseStopped
 		sum.Reason = fmt.Sprintf("%d step(s) are still to run; apply again to continue", r.pending())
+	case r.stopFailure() != "":
+		// Nothing is left that could run, but the campaign was stopped by a failure:
+		// it is not a completed campaign, and only a person closes it.
+		sum.Status, sum.Cause = EndHeld, CauseStopped
+		sum.Reason = "nothing left can run, but " + r.stopFailure() + "; the campaign stays held for review: `rigor close --reason` closes it"
 	default:
 		sum.Status = EndCompleted
 		if len(r.armStopped) > 0 {
@@ -317,6 +322,21 @@ func (r *run) end() *Summary {
 	}
 	sum.HeadSeq, sum.HeadSHA256 = r.j.Head()
 	return sum
+}
+
+// stopFailure names the first step whose failure stopped the campaign (policy
+// stop_campaign or hold), "" when none did.
+func (r *run) stopFailure() string {
+	for _, inst := range r.plan.Instances {
+		rec := r.terminal[inst.Addr]
+		if inst.Meta.Always || rec == nil || rec.Status != StatusFailed {
+			continue
+		}
+		if rec.Policy == PolicyStopCampaign || rec.Policy == PolicyHold {
+			return fmt.Sprintf("%s failed (%s)", inst.Addr, rec.Class)
+		}
+	}
+	return ""
 }
 
 // pending counts the non-always steps left for a later apply.

@@ -716,3 +716,28 @@ step "probe" "a" {}
 		t.Fatalf("the frozen plan must be the one applied now: %s", b)
 	}
 }
+
+// A campaign stopped by a failure never ends "completed" by itself: once nothing
+// left can run it stays held, saying so, until `rigor close` closes it; an arm stop
+// is not such a failure (the other arms ran as the plan says).
+func TestStoppedCampaignIsNeverCompleted(t *testing.T) {
+	h := newHarness(t)
+	src := header + `
+step "probe" "deploy" { fail = "health" }
+step "probe" "block" { depends_on = [step.probe.deploy] }
+step "probe" "restore" { always = true }
+`
+	if sum, err := h.apply(context.Background(), h.load(src)); err != nil || sum.Status != engine.EndHeld {
+		t.Fatalf("first apply: %+v %v", sum, err)
+	}
+	sum, err := h.apply(context.Background(), h.load(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != engine.EndHeld || !strings.Contains(sum.Reason, "nothing left can run, but probe.deploy failed (health)") {
+		t.Fatalf("a continued apply with nothing left must stay held, naming the failure: %+v", sum)
+	}
+	if _, err := engine.Close(h.state, "deploy broken; reviewed", h.clock); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -460,7 +460,7 @@ func (r *run) start(inst *plans.Instance) bool {
 		pinned[name] = r.pinned[name]
 	}
 	sc := &StepContext{
-		Addr: inst.Addr, Instance: inst, Config: unmarked, Campaign: r.plan.Campaign.Name, Attempt: attempt,
+		Addr: inst.Addr, Instance: inst, Plan: r.plan, Config: unmarked, Campaign: r.plan.Campaign.Name, Attempt: attempt,
 		Dir: absDir, BaseDir: r.plan.BaseDir, StateDir: r.opts.StateDir, InputsSHA256: sum, Clock: r.opts.Clock,
 		Log: r.opts.Log.With().Str("step", inst.Addr).Logger(),
 		Progress: func(p Progress) {

@@ -43,6 +43,9 @@ func (r Registry) Types() plans.StepTypes {
 type StepContext struct {
 	Addr     string
 	Instance *plans.Instance
+	// Plan is the whole loaded plan, so that a failure can point at its source: a
+	// port that is taken names the variable the endpoint takes it from.
+	Plan *plans.Plan
 	// Config is the evaluated configuration with sensitive values unmarked: steps
 	// see real values, evidence never does.
 	Config cty.Value

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps"
+	"github.com/rigor-bench/rigor/steps/report"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +48,10 @@ func newApplyCmd(g *globals) *cobra.Command {
 				}
 				return err
 			}
-			return &exitError{code: renderApply(g, p.Campaign.Name, args[0], state, sum)}
+			// The verdict is computed as `rigor report` computes it; a state whose
+			// evidence cannot be read still ends with the outcome and what to do.
+			brief, berr := report.BriefFromState(state)
+			return &exitError{code: renderApply(g, p.Campaign.Name, args[0], state, sum, brief, berr)}
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "state directory (created on first apply)")
@@ -56,8 +61,9 @@ func newApplyCmd(g *globals) *cobra.Command {
 }
 
 // renderApply prints how the apply ended, loudly when the incumbent may not be
-// serving, and returns the exit code that says the same.
-func renderApply(g *globals, name, campaign, state string, sum *engine.Summary) int {
+// serving, then the verdict and the next command, and returns the exit code that
+// says the same.
+func renderApply(g *globals, name, campaign, state string, sum *engine.Summary, brief *report.Brief, briefErr error) int {
 	w := g.stdout
 	red := func(s string) string {
 		if isTerminal(w) {
@@ -80,24 +86,28 @@ func renderApply(g *globals, name, campaign, state string, sum *engine.Summary) 
 	switch sum.Status {
 	case engine.EndHeld:
 		code = exitHeld
-		fmt.Fprintf(w, "held: the incumbent was restored; `rigor plan apply %s --state %s` continues with what has not run (in a new outage window), `rigor close --state %s --reason \"...\"` closes it\n", campaign, state, state)
+		restored := ""
+		if sum.Outage != nil {
+			restored = "the incumbent was restored; "
+		}
+		fmt.Fprintf(w, "held: %sapplying again continues with what has not run (in a new outage window), `rigor close --state %s --reason \"...\"` closes the campaign for good\n", restored, state)
 	case engine.EndRestoreFailed:
 		code = exitRestoreFailed
 		for _, f := range sum.RestoreFailures {
 			fmt.Fprintln(w, red("restore failed: "+f))
 		}
 		fmt.Fprintln(w, red("THE OUTAGE IS STILL OPEN: the incumbent may not be serving."))
-		fmt.Fprintf(w, "by hand: check the incumbent (its container or process, its endpoint's health), bring it back if it is down, then run `rigor plan apply %s --state %s`: it retries the restore before anything else. `rigor status --state %s` shows the failed checks.\n", campaign, state, state)
+		fmt.Fprintf(w, "by hand: check the incumbent (its container or process, its endpoint's health) and bring it back if it is down; `rigor status --state %s` shows the failed checks. The next apply retries the restore before anything else.\n", state)
 	}
 	if o := sum.Outage; o != nil {
 		switch {
 		case o.Open:
-			fmt.Fprintf(w, "outage: window %d OPEN for %s of its %s budget\n", o.Window, o.Elapsed.Truncate(time.Second), o.Budget)
+			fmt.Fprintf(w, "outage: window %d OPEN for %s of its %s budget\n", o.Window, shortDuration(o.Elapsed.Truncate(time.Second)), shortDuration(o.Budget))
 		default:
-			fmt.Fprintf(w, "outage: window %d closed after %s of its %s budget\n", o.Window, o.Elapsed.Truncate(time.Second), o.Budget)
+			fmt.Fprintf(w, "outage: window %d closed after %s of its %s budget\n", o.Window, shortDuration(o.Elapsed.Truncate(time.Second)), shortDuration(o.Budget))
 		}
 		if o.Overrun {
-			fmt.Fprintln(w, red(fmt.Sprintf("OUTAGE OVERRUN: the incumbent was out of service for %s, %s over the %s budget", o.Elapsed.Truncate(time.Second), (o.Elapsed-o.Budget).Truncate(time.Second), o.Budget)))
+			fmt.Fprintln(w, red(fmt.Sprintf("OUTAGE OVERRUN: the incumbent was out of service for %s, %s over the %s budget", shortDuration(o.Elapsed.Truncate(time.Second)), shortDuration((o.Elapsed-o.Budget).Truncate(time.Second)), shortDuration(o.Budget))))
 			if code == exitOK || code == exitHeld {
 				code = exitOverrun
 			}
@@ -115,9 +125,26 @@ func renderApply(g *globals, name, campaign, state string, sum *engine.Summary) 
 			}
 		}
 	}
-	fmt.Fprintf(w, "state: %s (verify with `rigor verify --state %s`, report with `rigor report --state %s`)\n", state, state, state)
+	fmt.Fprintf(w, "state: %s (check the evidence with `rigor verify --state %s`)\n", state, state)
 	fmt.Fprintf(w, "journal head %s (keep it: `rigor verify --head` checks that no record up to it was cut or rewritten)\n", engine.Head{Seq: sum.HeadSeq, SHA256: sum.HeadSHA256})
+	if briefErr != nil {
+		fmt.Fprintf(w, "verdict: not computed: %v\n", briefErr)
+	} else {
+		fmt.Fprintln(w, brief.Text(sum.Status == engine.EndCompleted))
+	}
+	fmt.Fprintln(w, "next: "+nextCommand(campaign, state, sum.Status))
 	return code
+}
+
+// nextCommand is what to run after an apply that ended with status.
+func nextCommand(campaign, state, status string) string {
+	switch status {
+	case engine.EndHeld:
+		return fmt.Sprintf("`rigor plan apply %s --state %s` continues the campaign; `rigor report --state %s` reports what has run", campaign, state, state)
+	case engine.EndRestoreFailed:
+		return fmt.Sprintf("`rigor plan apply %s --state %s`, after the checks by hand above, retries the restore", campaign, state)
+	}
+	return fmt.Sprintf("`rigor report --state %s` writes the report (report.html, report.md, summary.json and charts) to %s", state, filepath.Join(state, "report"))
 }
 
 func countsText(c map[engine.Status]int) string {
@@ -138,7 +165,9 @@ func countsText(c map[engine.Status]int) string {
 // says what a kill would leave behind; the third exits at once (signals.go).
 func interruptContext(g *globals) (context.Context, func()) {
 	return watchInterrupts(g, interruptPlan{
-		first:  "interrupt: cancelling the running step; always-steps (restore) run next. Interrupt again for details.",
+		// The engine says what happens next (running steps cancelled, always-steps
+		// run); this line says only what another signal does.
+		first:  "interrupt again for what a kill would leave behind",
 		second: "restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first.",
 		exit:   "exiting without finishing restore; run `rigor plan apply` on the same state to restore",
 	})
@@ -174,7 +203,7 @@ func observer(g *globals) func(engine.Event) {
 		case "step_start":
 			ev := l.Info().Str("step", e.Addr).Int("attempt", e.Attempt)
 			if e.Outage.Open {
-				ev = ev.Str("outage", e.Outage.String())
+				ev = ev.Str("outage", outageText(e.Outage))
 			}
 			ev.Msg("start")
 		case "step_end":
@@ -184,24 +213,29 @@ func observer(g *globals) func(engine.Event) {
 				ev = l.Warn()
 			}
 			ev = ev.Str("step", e.Addr).Str("status", string(e.Status))
-			if e.Class != "" {
-				ev = ev.Str("class", string(e.Class))
+			if c := classField(g, e); c != "" {
+				ev = ev.Str("class", c)
 			}
 			if e.Duration > 0 {
-				ev = ev.Str("took", e.Duration.Round(time.Millisecond).String())
+				ev = ev.Str("took", shortDuration(e.Duration))
 			}
 			if e.Outage.Open {
-				ev = ev.Str("outage", e.Outage.String())
+				ev = ev.Str("outage", outageText(e.Outage))
 			}
 			msg := "end"
 			if e.Message != "" {
 				msg = firstLine(e.Message)
 			}
 			ev.Msg(msg)
-		case "outage", "note":
-			l.Warn().Str("outage", e.Outage.String()).Msg(e.Message)
-		case "alert":
-			l.Error().Str("outage", e.Outage.String()).Msg(e.Message)
+		case "outage", "note", "alert":
+			ev := l.Warn()
+			if e.Kind == "alert" {
+				ev = l.Error()
+			}
+			if e.Outage.Open {
+				ev = ev.Str("outage", outageText(e.Outage))
+			}
+			ev.Msg(e.Message)
 		case "progress":
 			view.update(e.Addr, e.Progress, clock())
 		}

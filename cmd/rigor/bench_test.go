@@ -162,7 +162,7 @@ func TestBenchInterruptExitCode(t *testing.T) {
 	if code != exitInterrupted {
 		t.Fatalf("exit %d, want %d: %s", code, exitInterrupted, stderr.String())
 	}
-	for _, want := range []string{"interrupt: stopping", "Error: interrupted:"} {
+	for _, want := range []string{"received: stopping", "Error: interrupted:"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}

@@ -135,7 +135,7 @@ func TestSecondInterruptExits(t *testing.T) {
 	if !ok || ee.ExitCode() != exitInterrupted {
 		t.Fatalf("child ended with %v, want exit %d:\n%s", err, exitInterrupted, stderr.String())
 	}
-	for _, want := range []string{"interrupt: stopping; requests in flight are cancelled and every record taken so far is written. Interrupt again to exit at once.", "exiting at once; the records of requests in flight are lost"} {
+	for _, want := range []string{"received: stopping; requests in flight are cancelled and every record taken so far is written. Interrupt again to exit at once.", "exiting at once; the records of requests in flight are lost"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}

@@ -68,7 +68,7 @@ func (v *lineView) update(addr string, p engine.Progress, outage engine.OutageVi
 	v.mu.Unlock()
 	ev := v.log.Info().Str("step", addr).Int("done", p.Done).Int("failed", p.Failed).Int("total", p.Total)
 	if outage.Open {
-		ev = ev.Str("outage", outage.String())
+		ev = ev.Str("outage", outageText(outage))
 	}
 	ev.Msg(p.Rate)
 }
@@ -194,5 +194,5 @@ func (lb *liveBar) outageText(decor.Statistics) string {
 	}
 	o := lb.outage
 	o.Elapsed += time.Since(lb.seen)
-	return "| " + o.String()
+	return "| outage " + outageText(o)
 }

@@ -38,7 +38,7 @@ func newReportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
-			g.log.Info().Int("files", len(files)).Dur("took", time.Since(start)).Msg("report written")
+			g.log.Info().Int("files", len(files)).Str("took", shortDuration(time.Since(start))).Msg("report written")
 			for _, f := range files {
 				fmt.Fprintln(g.stdout, filepath.Join(opts.Out, f))
 			}

@@ -34,8 +34,8 @@ func watchInterrupts(g *globals, p interruptPlan) (context.Context, func()) {
 				n++
 				switch {
 				case n == 1:
-					g.log.Warn().Str("signal", s.String()).Msg(p.first)
-					cancel(errors.New(s.String()))
+					g.log.Warn().Msg(signalName(s) + " received: " + p.first)
+					cancel(errors.New(signalName(s)))
 				case n == 2 && p.second != "":
 					g.log.Warn().Msg(p.second)
 				default:
@@ -53,6 +53,6 @@ func watchInterrupts(g *globals, p interruptPlan) (context.Context, func()) {
 // benchInterrupts is the interrupt of commands that only measure (bench,
 // calibrate): nothing was taken out of service, so there is nothing to restore.
 var benchInterrupts = interruptPlan{
-	first: "interrupt: stopping; requests in flight are cancelled and every record taken so far is written. Interrupt again to exit at once.",
+	first: "stopping; requests in flight are cancelled and every record taken so far is written. Interrupt again to exit at once.",
 	exit:  "exiting at once; the records of requests in flight are lost",
 }

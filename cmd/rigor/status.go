@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -26,10 +27,17 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
+			// The decision is what `rigor report` would conclude now; evidence that
+			// cannot be read leaves it out with the reason, never the status.
+			brief, berr := report.BriefFromState(state)
 			if asJSON {
+				out := statusJSON{StateStatus: st, Decision: brief}
+				if berr != nil {
+					out.DecisionError = berr.Error()
+				}
 				enc := json.NewEncoder(g.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return enc.Encode(out)
 			}
 			red := func(s string) string {
 				if isTerminal(g.stdout) {
@@ -45,7 +53,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "CAMPAIGN HELD (%s): %s\n", st.Cause, st.EndReason)
 				fmt.Fprintf(g.stdout, "apply again to continue with what has not run, or `rigor close --state %s --reason \"...\"`\n", state)
 			case engine.LifecycleClosed:
-				fmt.Fprintf(g.stdout, "campaign closed (%s) %s\n", st.Ended, st.EndReason)
+				fmt.Fprintln(g.stdout, strings.TrimSpace(fmt.Sprintf("campaign closed (%s) %s", st.Ended, st.EndReason)))
 			case engine.LifecycleRunning:
 				if len(st.Running) > 0 {
 					fmt.Fprintf(g.stdout, "RUNNING OR CRASHED: attempts without an end record: %v; the next apply recovers them\n", st.Running)
@@ -58,6 +66,11 @@ func newStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, red(fmt.Sprintf("OUTAGE OPEN (window %d) since %s (%s ago)", st.OutageWindow, st.OutageSince.Format(time.RFC3339), time.Since(*st.OutageSince).Truncate(time.Second))))
 			default:
 				fmt.Fprintln(g.stdout, "no outage open")
+			}
+			if berr != nil {
+				fmt.Fprintf(g.stdout, "verdict: not computed: %v\n", berr)
+			} else {
+				fmt.Fprintln(g.stdout, brief.Text(st.Lifecycle == engine.LifecycleClosed))
 			}
 			fmt.Fprintf(g.stdout, "plan sha256 %s, %d amendment(s), %d journal records\n", st.PlanSHA256, st.Amendments, st.Records)
 			fmt.Fprintf(g.stdout, "journal head %s\n", st.Head)
@@ -75,6 +88,15 @@ func newStatusCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&state, "state", "", "state directory")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// statusJSON is status --json: the journal's summary with the decision beside it.
+type statusJSON struct {
+	*engine.StateStatus
+	// Decision is the verdict in brief (report.Brief); null with DecisionError when
+	// the evidence could not be read.
+	Decision      *report.Brief `json:"decision"`
+	DecisionError string        `json:"decision_error,omitempty"`
 }
 
 func truncate(s string, n int) string {

@@ -4,16 +4,18 @@
 # outage opens), blocks run against both, and the exact incumbent is restored (same
 # container ID, same image ID; the outage closes; receipt.json is written).
 #
-# Prepare a build context (examples/docker-local/context/ by default, or any
-# directory passed with --var context=DIR), then apply:
+# From the repository root:
 #
-#   ctx=$(mktemp -d)
-#   CGO_ENABLED=0 go build -o "$ctx/rigor" ./cmd/rigor
-#   cp examples/docker-local/Dockerfile.* "$ctx/"
-#   go run ./cmd/rigor plan apply examples/docker-local/campaign.hcl \
-#     --var context="$ctx" --state runs/docker-local-1
+#   make docker-local         # build context, bin/rigor, then plan apply
+#   make docker-local-clean   # remove its containers and images
 #
-# Everything it creates is named "${var.prefix}-…" and labelled with var.labels.
+# make docker-local-context writes the build context (the static rigor binary and
+# the two Dockerfiles) to examples/docker-local/context/, this file's default
+# var.context; any other directory goes with --var context=DIR.
+#
+# Everything it creates is named "${var.prefix}-…" and labelled with var.labels:
+# two containers on the default bridge network, no volume (the incumbent left
+# running, as a restored incumbent is; the candidate stopped), and two images.
 
 campaign "docker-local" {
   description = "Build, identity, deploy, blocks and exact restore on the local Docker Engine."

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +29,10 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
+	"github.com/google/go-cmp/cmp"
 	"github.com/rigor-bench/rigor/engine"
 )
 
@@ -46,8 +50,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildContext builds the static rigor binary once and returns a build context
-// holding it and the example's Dockerfiles.
+// buildContext makes the build context once, as `make docker-local` does (make
+// docker-local-context: the static rigor binary and the example's Dockerfiles),
+// and returns it and the binary; TestCampaignEndToEnd runs `make docker-local`
+// itself, the other tests apply their campaigns with the binary.
 func buildContext(t *testing.T) (dir, bin string) {
 	t.Helper()
 	ctxOnce.Do(func() {
@@ -55,21 +61,9 @@ func buildContext(t *testing.T) (dir, bin string) {
 		if ctxErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(ctxDir, "rigor"), "github.com/rigor-bench/rigor/cmd/rigor")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd := exec.Command("make", "-s", "-C", filepath.Join("..", ".."), "docker-local-context", "DOCKER_LOCAL_CONTEXT="+ctxDir)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			ctxErr = fmt.Errorf("CGO_ENABLED=0 go build ./cmd/rigor: %v\n%s", err, out)
-			return
-		}
-		for _, f := range []string{"Dockerfile.incumbent", "Dockerfile.candidate"} {
-			b, err := os.ReadFile(f)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(ctxDir, f), b, 0o644)
-			}
-			if err != nil {
-				ctxErr = err
-				return
-			}
+			ctxErr = fmt.Errorf("make docker-local-context: %v\n%s", err, out)
 		}
 	})
 	if ctxErr != nil {
@@ -238,9 +232,14 @@ func TestCampaignEndToEnd(t *testing.T) {
 	r := newRun(t, api)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	code, out := r.apply(ctx, "campaign.hcl", fmt.Sprintf("port=%d", freePort(t)))
-	if code != 0 {
-		t.Fatalf("apply exited %d:\n%s", code, out)
+	// The README's command, with this test's names, labels, port and context.
+	vars := fmt.Sprintf("--var prefix=%s --var '%s' --var port=%d", r.prefix, r.labelsVar(), freePort(t))
+	cmd := exec.CommandContext(ctx, "make", "-s", "-C", filepath.Join("..", ".."), "docker-local",
+		"DOCKER_LOCAL_CONTEXT="+r.ctx, "DOCKER_LOCAL_STATE="+r.state, "VARS="+vars)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make docker-local: %v\n%s", err, out)
+	} else if !strings.Contains(string(out), "campaign docker-local: completed (9 succeeded)") {
+		t.Fatalf("make docker-local did not complete the campaign:\n%s", out)
 	}
 	recs := r.journal()
 	for _, addr := range []string{"build.incumbent", "build.candidate", "deploy.incumbent", "identity.incumbent", "block.incumbent",
@@ -344,6 +343,85 @@ func TestCampaignEndToEnd(t *testing.T) {
 	if err != nil || cand.State.Running {
 		t.Errorf("candidate after the campaign: err %v, state %+v", err, cand.State)
 	}
+	r.checkTeardown(ctx)
+}
+
+// checkTeardown holds the README's account of what the campaign leaves behind to
+// what the engine has: two containers on the default bridge network without
+// volumes, the incumbent running and the candidate stopped, and two tagged images,
+// all labelled; then `make docker-local-clean` removes every one of them.
+func (r *run) checkTeardown(ctx context.Context) {
+	t, api := r.t, r.api
+	label := filters.NewArgs(filters.Arg("label", "rigor.test.run="+r.prefix))
+	cs, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range cs {
+		info, err := api.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nets []string
+		for n := range info.NetworkSettings.Networks {
+			nets = append(nets, n)
+		}
+		got[strings.TrimPrefix(info.Name, "/")] = fmt.Sprintf("%s, networks %v, %d mounts", info.State.Status, nets, len(info.Mounts))
+	}
+	want := map[string]string{
+		r.prefix + "-incumbent": "running, networks [bridge], 0 mounts",
+		r.prefix + "-candidate": "exited, networks [bridge], 0 mounts",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("containers the campaign leaves (-README +engine):\n%s", diff)
+	}
+	ims, err := api.ImageList(ctx, image.ListOptions{Filters: label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tags []string
+	for _, im := range ims {
+		tags = append(tags, im.RepoTags...)
+	}
+	slices.Sort(tags)
+	if diff := cmp.Diff([]string{r.prefix + "-candidate:latest", r.prefix + "-incumbent:latest"}, tags); diff != "" {
+		t.Errorf("images the campaign leaves (-README +engine):\n%s", diff)
+	}
+	for _, kind := range []string{"network", "volume"} {
+		var n int
+		if kind == "network" {
+			ns, err := api.NetworkList(ctx, network.ListOptions{Filters: label})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = len(ns)
+		} else {
+			vs, err := api.VolumeList(ctx, volume.ListOptions{Filters: label})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = len(vs.Volumes)
+		}
+		if n != 0 {
+			t.Errorf("the campaign created %d %s(s)", n, kind)
+		}
+	}
+	cmd := exec.CommandContext(ctx, "make", "-s", "-C", filepath.Join("..", ".."), "docker-local-clean", "LABEL=rigor.test.run="+r.prefix)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make docker-local-clean: %v\n%s", err, out)
+	}
+	if cs, _ := api.ContainerList(ctx, container.ListOptions{All: true, Filters: label}); len(cs) != 0 {
+		t.Errorf("make docker-local-clean left %d container(s)", len(cs))
+	}
+	if ims, _ := api.ImageList(ctx, image.ListOptions{All: true, Filters: label}); len(ims) != 0 {
+		t.Errorf("make docker-local-clean left %d image(s)", len(ims))
+	}
+	for _, tag := range tags {
+		if _, err := api.ImageInspect(ctx, tag); !client.IsErrNotFound(err) {
+			t.Errorf("image %s after make docker-local-clean: %v", tag, err)
+		}
+	}
 }
 
 func TestKillDuringBlockStopsAndRestores(t *testing.T) {
@@ -438,7 +516,10 @@ func TestBadInputNamesTheObject(t *testing.T) {
 		"build.no_context":     {engine.ClassConfig, []string{"build context directory", filepath.Join(r.ctx, "does-not-exist"), "does not exist"}},
 		"identity.wrong_image": {engine.ClassIdentity, []string{r.prefix + "-running", "image_id is sha256:", "expected sha256:0000000000"}},
 		"identity.missing":     {engine.ClassIdentity, []string{`container "` + r.prefix + `-ghost" not found on docker host unix://`}},
-		"deploy.port_taken":    {engine.ClassConfig, []string{fmt.Sprintf("port 127.0.0.1:%d is already taken", taken), r.prefix + "-squatter"}},
+		"deploy.port_taken": {engine.ClassConfig, []string{
+			fmt.Sprintf("target squatter cannot serve on 127.0.0.1:%d: port %d is in use by another process. Its ports list takes the port from var.taken_port (", taken, taken),
+			fmt.Sprintf("bad.hcl:51): free port %d, or choose a free one with --var taken_port=PORT (or RIGOR_VAR_taken_port=PORT)", taken),
+			fmt.Sprintf("port 127.0.0.1:%d is already taken", taken), r.prefix + "-squatter"}},
 	}
 	for addr, tc := range cases {
 		t.Run(addr, func(t *testing.T) {

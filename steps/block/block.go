@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -198,8 +199,9 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	}
 	outputs := withIdentity(outputsOf(result, target.Str(cfg, "arm"), t.Container), before)
 	failed := result.Requests - result.Outcomes[loadgen.OK]
+	// Rounded for the log line (result.json keeps every digit): tok_s=3338 wall_s=1.94.
 	sc.Log.Info().Int("ok", result.Outcomes[loadgen.OK]).Int("failed", failed).
-		Float64("tok_s", result.AggregateOutputTokS).Float64("wall_s", result.WallS).Msg("block finished")
+		Int("tok_s", int(math.Round(result.AggregateOutputTokS))).Float64("wall_s", math.Round(result.WallS*100)/100).Msg("block finished")
 	switch {
 	case ctx.Err() != nil && !result.Incomplete:
 		return engine.Result{Status: engine.StatusInterrupted, Class: engine.ClassInterrupted, Message: "block cancelled", Outputs: outputs}

@@ -78,7 +78,7 @@ func startGPU(ctx context.Context, sc *engine.StepContext, cfg cty.Value, gates 
 		sampler.Abort()
 		return gpuWatch{}, failed(engine.ClassGate, "gate %s: %s: %s", c.Gate, c.Check, c.Detail)
 	}
-	sc.Log.Debug().Str("host", hostName).Str("source", src.Kind()).Int("gpus", len(first)).Dur("interval", interval).Msg("GPU sampling started")
+	sc.Log.Debug().Str("host", hostName).Str("source", src.Kind()).Int("gpus", len(first)).Str("interval", interval.String()).Msg("GPU sampling started")
 	return gpuWatch{stop: func() *engine.Result {
 		stopAfter()
 		rep, werr := sampler.Stop()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -84,8 +85,11 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		return engine.Failed(engine.ClassInternal, "write calibration.json: %v", err)
 	}
 	outputs := outputsOf(rep)
-	sc.Log.Info().Float64("ttft_err_p99_ms", val(rep.TTFTMS.AbsP99)).Float64("tpot_err_p99_ms", val(rep.TPOTMS.AbsP99)).
-		Float64("cpu_s_per_1k_tok", rep.CPUSecondsPer1k).Msg("calibration finished")
+	// Rounded to the microsecond and the millisecond of CPU for the log line;
+	// calibration.json keeps every digit.
+	micro := func(x float64) float64 { return math.Round(x*1000) / 1000 }
+	sc.Log.Info().Float64("ttft_err_p99_ms", micro(val(rep.TTFTMS.AbsP99))).Float64("tpot_err_p99_ms", micro(val(rep.TPOTMS.AbsP99))).
+		Float64("cpu_s_per_1k_tok", micro(rep.CPUSecondsPer1k)).Msg("calibration finished")
 	switch {
 	case ctx.Err() != nil:
 		return engine.Result{Status: engine.StatusInterrupted, Class: engine.ClassInterrupted, Message: "calibration cancelled", Outputs: outputs}

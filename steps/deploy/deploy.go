@@ -100,6 +100,11 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	}
 	if info, _ := h.Inspect(t.Container); info.Status != sim.StatusRunning {
 		if err := h.Start(t.Container); err != nil {
+			if errors.Is(err, sim.ErrPortInUse) {
+				// A configuration problem, as on Docker: another port, or the
+				// process that holds it stopped.
+				return engine.Failed(engine.ClassConfig, "%s", target.PortTaken(sc.Plan, t, spec.Listen))
+			}
 			return engine.Failed(engine.ClassHealth, "start container %s: %v", t.Container, err)
 		}
 	}

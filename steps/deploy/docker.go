@@ -67,7 +67,7 @@ func runDocker(ctx context.Context, sc *engine.StepContext, t target.Target) eng
 		sc.Log.Info().Str("container", id.Name).Msg("already running as declared")
 	case declared:
 		if err := c.Start(ctx, id.ContainerID); err != nil {
-			return startFailure(t, err)
+			return startFailure(sc, t, err)
 		}
 	default:
 		if err == nil {
@@ -88,7 +88,7 @@ func runDocker(ctx context.Context, sc *engine.StepContext, t target.Target) eng
 			return engine.Failed(engine.ClassConfig, "target %s: %v", t.Name, err)
 		}
 		if err := c.Start(ctx, newID); err != nil {
-			return startFailure(t, err)
+			return startFailure(sc, t, err)
 		}
 	}
 	id, raw, err := c.Inspect(ctx, t.Container)
@@ -122,7 +122,11 @@ func specOf(ctx context.Context, c *docker.Client, id string) string {
 	return r.Config.Labels[docker.LabelSpec]
 }
 
-func startFailure(t target.Target, err error) engine.Result {
+func startFailure(sc *engine.StepContext, t target.Target, err error) engine.Result {
+	var taken *docker.PortTakenError
+	if errors.As(err, &taken) {
+		return engine.Failed(engine.ClassConfig, "%s (%s)", target.PortTaken(sc.Plan, t, taken.Addr), err)
+	}
 	if errors.Is(err, docker.ErrPortTaken) {
 		return engine.Failed(engine.ClassConfig, "target %s: %v", t.Name, err)
 	}

@@ -5,17 +5,69 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"html"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
-// TestReportRendersInChromium renders report.html in headless Chromium (make
-// report-check) and checks that the tables are there and every embedded chart
-// decoded, then takes a screenshot and a PDF and checks they are not blank.
+// The browser check of report.html (make report-check; .ci/run runs it whenever
+// Debian's chromium is installed). Each state's report is rendered in headless
+// Chromium and held to what the generator wrote:
+//   - the browser parsed the same document: as many tables, body rows, section
+//     headings and images as the HTML has, no header cell empty, and no Markdown
+//     (** or `) shown as text;
+//   - every chart is there and drawn: each embedded image decoded, at the pixel size
+//     of its PNG under charts/, laid out at least 300 px wide without being
+//     squashed, and inside the page's width;
+//   - the page logs nothing to the console (the report has no scripts, so any
+//     message is an error: a bad data URI, a blocked resource);
+//   - a screenshot at 1280×2000 is that size, shows more than a blank page, and the
+//     page's own height is a sane one; the PDF is a real PDF.
+//
+// REPORT_CHECK_OUT=DIR keeps each state's report.html, screenshot and PDF.
+
+// reportCheckStates are the states rendered: a failed cell (withheld figures,
+// failure tables) and a promoted candidate (the verdict's tables and charts).
+var reportCheckStates = []string{"failed-cell", "verdict-faster"}
+
+const probeJS = `<!DOCTYPE html><html><body><iframe id="f" src="report.html" width="1200" height="900"></iframe>
+<script>
+document.getElementById('f').onload = function () {
+  var d = document.getElementById('f').contentDocument;
+  var width = d.documentElement.clientWidth;
+  var imgs = Array.prototype.map.call(d.images, function (i) {
+    var r = i.getBoundingClientRect();
+    return {complete: i.complete, nw: i.naturalWidth, nh: i.naturalHeight, w: r.width, h: r.height, right: r.right};
+  });
+  var emptyTH = Array.prototype.filter.call(d.querySelectorAll('th'), function (th) { return th.textContent.trim() === ''; }).length;
+  document.body.setAttribute('data-result', JSON.stringify({
+    tables: d.querySelectorAll('table').length, rows: d.querySelectorAll('table tbody tr').length,
+    h2: d.querySelectorAll('h2').length, figures: d.querySelectorAll('figure.chart').length,
+    emptyTH: emptyTH, images: imgs, width: width, scrollHeight: d.documentElement.scrollHeight,
+    markup: (d.body.innerText.match(/.{0,40}(\*\*|\x60).{0,40}/g) || [])}));
+};
+</script></body></html>`
+
+type probeResult struct {
+	Tables, Rows, H2, Figures, EmptyTH int
+	Images                             []struct {
+		Complete    bool
+		NW, NH      int
+		W, H, Right float64
+	}
+	Width, ScrollHeight float64
+	// Markup is text around any ** or ` the reader sees: Markdown shown literally.
+	Markup []string
+}
+
 func TestReportRendersInChromium(t *testing.T) {
 	bin := os.Getenv("CHROMIUM")
 	if bin == "" {
@@ -24,60 +76,132 @@ func TestReportRendersInChromium(t *testing.T) {
 	if _, err := exec.LookPath(bin); err != nil {
 		t.Fatalf("%s not found: install Debian's chromium (apt-get install chromium) or set CHROMIUM", bin)
 	}
+	for _, state := range reportCheckStates {
+		t.Run(state, func(t *testing.T) { checkInChromium(t, bin, state) })
+	}
+}
+
+func checkInChromium(t *testing.T, bin, state string) {
+	start := time.Now()
 	out := t.TempDir()
-	if _, err := Generate(Options{State: filepath.Join("testdata", "states", "failed-cell"), Out: out, Format: "html", Charts: true}); err != nil {
-		t.Fatal(err)
-	}
-	probe := `<!DOCTYPE html><html><body><iframe id="f" src="report.html" width="1200" height="900"></iframe>
-<script>
-document.getElementById('f').onload = function () {
-  var d = document.getElementById('f').contentDocument;
-  var imgs = Array.prototype.slice.call(d.images);
-  var decoded = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
-  var rows = d.querySelectorAll('table tbody tr').length;
-  document.body.setAttribute('data-result', JSON.stringify({tables: d.querySelectorAll('table').length, rows: rows, images: imgs.length, decoded: decoded, h2: d.querySelectorAll('h2').length}));
-};
-</script></body></html>`
-	if err := os.WriteFile(filepath.Join(out, "probe.html"), []byte(probe), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files", "--virtual-time-budget=10000", "--user-data-dir=" + filepath.Join(out, "profile")}
-	dom, err := exec.Command(bin, append(flags, "--dump-dom", "file://"+filepath.Join(out, "probe.html"))...).Output()
+	files, err := Generate(Options{State: filepath.Join("testdata", "states", state), Out: out, Format: "html", Charts: true})
 	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+		t.Fatal(err)
 	}
+	doc, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the generator wrote: the browser must find the same.
+	src := string(doc)
+	want := probeResult{Tables: strings.Count(src, "<table>"), H2: strings.Count(src, "<h2>"), Figures: strings.Count(src, `<figure class="chart"`)}
+	want.Rows = strings.Count(src, "<tr>") - want.Tables // one header row per table
+	var chartSizes [][2]int
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".png") {
+			continue
+		}
+		fh, err := os.Open(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		chartSizes = append(chartSizes, [2]int{cfg.Width, cfg.Height})
+	}
+	if want.Tables == 0 || len(chartSizes) == 0 || want.Figures != len(chartSizes) {
+		t.Fatalf("the report of %s has %d tables, %d chart figures and %d chart PNGs: nothing to check", state, want.Tables, want.Figures, len(chartSizes))
+	}
+
+	if err := os.WriteFile(filepath.Join(out, "probe.html"), []byte(probeJS), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files", "--virtual-time-budget=10000",
+		"--enable-logging=stderr", "--v=0", "--user-data-dir=" + filepath.Join(out, "profile")}
+	run := func(args ...string) (stdout []byte) {
+		t.Helper()
+		cmd := exec.Command(bin, append(slices.Clone(flags), args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+		}
+		// Console messages of the page (and of the report in its frame) are logged
+		// as INFO:CONSOLE lines; the probe logs nothing and the report has no script.
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(l, ":CONSOLE") {
+				t.Errorf("console message: %s", l)
+			}
+		}
+		return stdout
+	}
+
+	dom := run("--dump-dom", "file://"+filepath.Join(out, "probe.html"))
 	m := regexp.MustCompile(`data-result="([^"]*)"`).FindSubmatch(dom)
 	if m == nil {
 		t.Fatalf("the probe did not run:\n%s", dom)
 	}
-	var res struct{ Tables, Rows, Images, Decoded, H2 int }
-	if err := json.Unmarshal(bytes.ReplaceAll(m[1], []byte("&quot;"), []byte(`"`)), &res); err != nil {
+	var got probeResult
+	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &got); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("rendered: %+v", res)
-	if res.Tables < 8 || res.Rows < 20 || res.H2 < 10 {
-		t.Errorf("tables missing from the rendered report: %+v", res)
+	t.Logf("%s: %d tables, %d rows, %d headings, %d charts, page %.0f×%.0f px", state, got.Tables, got.Rows, got.H2, len(got.Images), got.Width, got.ScrollHeight)
+	if got.Tables != want.Tables || got.Rows != want.Rows || got.H2 != want.H2 || got.Figures != want.Figures {
+		t.Errorf("the browser found %d tables, %d body rows, %d headings, %d chart figures; the HTML has %d, %d, %d, %d",
+			got.Tables, got.Rows, got.H2, got.Figures, want.Tables, want.Rows, want.H2, want.Figures)
 	}
-	if res.Images != 5 || res.Decoded != res.Images {
-		t.Errorf("charts: %d images, %d decoded; want 5, all decoded", res.Images, res.Decoded)
+	for _, x := range got.Markup {
+		t.Errorf("Markdown shown as text: %q", x)
 	}
-	shot := filepath.Join(out, "report.png")
-	pdf := filepath.Join(out, "report.pdf")
-	page := "file://" + filepath.Join(out, "report.html")
-	if b, err := exec.Command(bin, append(flags, "--window-size=1280,4000", "--screenshot="+shot, page)...).CombinedOutput(); err != nil {
-		t.Fatalf("screenshot: %v\n%s", err, b)
+	if got.EmptyTH > 0 {
+		t.Errorf("%d table header cell(s) are empty", got.EmptyTH)
 	}
-	if b, err := exec.Command(bin, append(flags, "--print-to-pdf="+pdf, page)...).CombinedOutput(); err != nil {
-		t.Fatalf("pdf: %v\n%s", err, b)
+	var drawn [][2]int
+	for i, im := range got.Images {
+		name := fmt.Sprintf("image %d of %d", i+1, len(got.Images))
+		switch {
+		case !im.Complete || im.NW == 0:
+			t.Errorf("%s did not decode", name)
+		case im.W < 300:
+			t.Errorf("%s is laid out %.0f px wide: too small to read", name, im.W)
+		case im.Right > got.Width+1:
+			t.Errorf("%s ends at %.0f px, past the page's %.0f px", name, im.Right, got.Width)
+		}
+		if im.NW > 0 && im.W > 0 {
+			if r := (im.H / im.W) / (float64(im.NH) / float64(im.NW)); r < 0.98 || r > 1.02 {
+				t.Errorf("%s is drawn %.0f×%.0f px, not in its %d×%d proportions", name, im.W, im.H, im.NW, im.NH)
+			}
+		}
+		drawn = append(drawn, [2]int{im.NW, im.NH})
 	}
-	f, err := os.Open(shot)
+	less := func(a, b [2]int) int { return (a[0]-b[0])*100000 + a[1] - b[1] }
+	slices.SortFunc(drawn, less)
+	slices.SortFunc(chartSizes, less)
+	if !slices.Equal(drawn, chartSizes) {
+		t.Errorf("the page's images are %v px; the charts written are %v px", drawn, chartSizes)
+	}
+	if got.ScrollHeight < 1000 || got.ScrollHeight > 100000 {
+		t.Errorf("the page is %.0f px tall", got.ScrollHeight)
+	}
+
+	shot, pdf, page := filepath.Join(out, "report.png"), filepath.Join(out, "report.pdf"), "file://"+filepath.Join(out, "report.html")
+	run("--window-size=1280,2000", "--screenshot="+shot, page)
+	run("--print-to-pdf="+pdf, page)
+	fh, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := png.Decode(f)
-	f.Close()
+	img, err := png.Decode(fh)
+	fh.Close()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 2000 {
+		t.Errorf("the screenshot is %d×%d px, want 1280×2000", b.Dx(), b.Dy())
 	}
 	colours := map[uint32]bool{}
 	bnd := img.Bounds()
@@ -94,10 +218,12 @@ document.getElementById('f').onload = function () {
 		t.Errorf("report.pdf is %d bytes", len(p))
 	}
 	if dir := os.Getenv("REPORT_CHECK_OUT"); dir != "" {
+		dir = filepath.Join(dir, state)
 		_ = os.MkdirAll(dir, 0o755)
 		for _, n := range []string{"report.png", "report.pdf", "report.html"} {
 			b, _ := os.ReadFile(filepath.Join(out, n))
 			_ = os.WriteFile(filepath.Join(dir, n), b, 0o644)
 		}
 	}
+	t.Logf("%s checked in %s", state, time.Since(start).Round(100*time.Millisecond))
 }

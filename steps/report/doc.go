@@ -29,6 +29,9 @@
 //     drift-control cell, an invalid block (validity.go) or an uncertified
 //     percentile makes a comparison ineligible. Energy (energy.go) integrates each
 //     block's GPU samples over its window.
+//   - brief.go gives the verdict in a few lines (Brief) for the end of `plan apply`
+//     and for `rigor status`: it is the Verdict Build computes for summary.json, never
+//     a second computation, so the three agree.
 //   - requests.jsonl is streamed: only the per-request figures the report needs are
 //     kept (float64 per figure per visible success), so a million records fit well
 //     under a GiB. Percentiles are exact (type 7, loadgen.Percentile).

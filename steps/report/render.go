@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -103,13 +104,13 @@ func (d *document) html(charts []chart) []byte {
 			case el.table != nil:
 				b.WriteString("<table>\n<thead><tr>")
 				for _, h := range el.table.head {
-					fmt.Fprintf(&b, "<th>%s</th>", e(h))
+					fmt.Fprintf(&b, "<th>%s</th>", inlineHTML(h))
 				}
 				b.WriteString("</tr></thead>\n<tbody>\n")
 				for _, r := range el.table.rows {
 					b.WriteString("<tr>")
 					for _, c := range r {
-						fmt.Fprintf(&b, "<td>%s</td>", e(c))
+						fmt.Fprintf(&b, "<td>%s</td>", inlineHTML(c))
 					}
 					b.WriteString("</tr>\n")
 				}
@@ -117,21 +118,35 @@ func (d *document) html(charts []chart) []byte {
 			case el.items != nil:
 				b.WriteString("<ul>\n")
 				for _, it := range el.items {
-					fmt.Fprintf(&b, "<li>%s</li>\n", e(it))
+					fmt.Fprintf(&b, "<li>%s</li>\n", inlineHTML(it))
 				}
 				b.WriteString("</ul>\n")
 			case el.chart != nil:
 				c := el.chart
 				fmt.Fprintf(&b, "<figure class=\"chart\" id=\"chart-%s\">\n<img alt=\"%s\" src=\"data:image/png;base64,%s\">\n<figcaption>%s. %s. <a href=\"%s\">SVG</a> · <a href=\"%s\">PNG</a></figcaption>\n</figure>\n",
-					e(c.Name), e(c.Title), base64.StdEncoding.EncodeToString(c.pngData), e(c.Title), e(c.Caption), e(c.SVG), e(c.PNG))
+					e(c.Name), e(c.Title), base64.StdEncoding.EncodeToString(c.pngData), e(c.Title), inlineHTML(c.Caption), e(c.SVG), e(c.PNG))
 			default:
-				fmt.Fprintf(&b, "<p>%s</p>\n", e(el.para))
+				fmt.Fprintf(&b, "<p>%s</p>\n", inlineHTML(el.para))
 			}
 		}
 		b.WriteString("</section>\n")
 	}
 	b.WriteString("</body>\n</html>\n")
 	return b.Bytes()
+}
+
+// The document's text carries the little inline Markdown it uses, **strong** and
+// `code`; the HTML shows it as such rather than as asterisks and backticks.
+var (
+	strongSpan = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+	codeSpan   = regexp.MustCompile("`([^`]+)`")
+)
+
+// inlineHTML escapes s and renders its paired ** and ` spans.
+func inlineHTML(s string) string {
+	s = html.EscapeString(s)
+	s = strongSpan.ReplaceAllString(s, "<strong>$1</strong>")
+	return codeSpan.ReplaceAllString(s, "<code>$1</code>")
 }
 
 func mapS(xs []string, f func(string) string) []string {

@@ -76,8 +76,7 @@ func runDocker(ctx context.Context, sc *engine.StepContext, t target.Target, rc 
 	case err == nil:
 		rc.Action = "restarted-by-id"
 		if err := c.Start(ctx, id.ContainerID); err != nil {
-			check("start by id", false, "%v", err)
-			return engine.Failed(engine.ClassHealth, "start incumbent %s by ID: %v", id.ContainerID, err)
+			return startFailed(sc, t, "", check, "start by id", "start incumbent "+id.ContainerID+" by ID", err)
 		}
 	case errors.Is(err, docker.ErrNoSuchContainer):
 		// Gone: recreate it under its name, from the manifest if there is one.
@@ -107,8 +106,7 @@ func runDocker(ctx context.Context, sc *engine.StepContext, t target.Target, rc 
 			return engine.Failed(engine.ClassHealth, "recreate %s: %v", t.Container, err)
 		}
 		if err := c.Start(ctx, newID); err != nil {
-			check("start", false, "%v", err)
-			return engine.Failed(engine.ClassHealth, "start recreated %s: %v", t.Container, err)
+			return startFailed(sc, t, "", check, "start", "start recreated "+t.Container, err)
 		}
 		incumbentID = newID
 	default:

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/deploy"
+	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
@@ -190,14 +192,12 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 			return engine.Failed(engine.ClassHealth, "recreate %s: %v", t.Container, err)
 		}
 		if err := h.Start(t.Container); err != nil {
-			check("start", false, "%v", err)
-			return engine.Failed(engine.ClassHealth, "start %s: %v", t.Container, err)
+			return startFailed(sc, t, spec.Listen, check, "start", "start "+t.Container, err)
 		}
 	case info.Status != sim.StatusRunning:
 		rc.Action = "restarted-by-id"
 		if err := h.Start(info.ID); err != nil {
-			check("start by id", false, "%v", err)
-			return engine.Failed(engine.ClassHealth, "start %s by ID: %v", info.ID, err)
+			return startFailed(sc, t, spec.Listen, check, "start by id", "start "+info.ID+" by ID", err)
 		}
 	default:
 		rc.Action = "already-running"
@@ -225,4 +225,21 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	}
 	rc.Outcome = "restored"
 	return engine.Succeeded(deploy.IdentityValue(info))
+}
+
+// startFailed records a failed start in the receipt and fails the restore. A port
+// that another process holds is said as such, with where the port comes from
+// (target.PortTaken): on Docker the engine's error names the published address, on
+// the sim runtime it is the target's listen address.
+func startFailed(sc *engine.StepContext, t target.Target, listen string, check func(string, bool, string, ...any) bool, name, what string, err error) engine.Result {
+	msg := fmt.Sprintf("%s: %v", what, err)
+	var taken *docker.PortTakenError
+	switch {
+	case errors.As(err, &taken):
+		msg = fmt.Sprintf("%s (%v)", target.PortTaken(sc.Plan, t, taken.Addr), err)
+	case errors.Is(err, sim.ErrPortInUse):
+		msg = target.PortTaken(sc.Plan, t, listen)
+	}
+	check(name, false, "%s", msg)
+	return engine.Failed(engine.ClassHealth, "%s", msg)
 }

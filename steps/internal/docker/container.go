@@ -133,6 +133,19 @@ func (c *Client) create(ctx context.Context, name string, cfg *container.Config,
 	return r.ID, nil
 }
 
+// PortTakenError is a start that failed because another process or container holds
+// a host port the container publishes. It is ErrPortTaken for errors.Is.
+type PortTakenError struct {
+	Container, Host string
+	Addr            string // host address and port, e.g. 127.0.0.1:18090
+}
+
+func (e *PortTakenError) Error() string {
+	return fmt.Sprintf("start container %s on docker host %s: port %s is already taken by another process or container", e.Container, e.Host, e.Addr)
+}
+
+func (e *PortTakenError) Is(target error) bool { return target == ErrPortTaken }
+
 var portErr = regexp.MustCompile(`(?:Bind for |listen tcp[46]? )([^ ]+?):? (?:failed: port is already allocated|bind: address already in use)`)
 
 // Start starts a container. A host port that something else holds is ErrPortTaken,
@@ -147,7 +160,7 @@ func (c *Client) Start(ctx context.Context, nameOrID string) error {
 		nameOrID = fmt.Sprintf("%s (%.12s)", id.Name, id.ContainerID)
 	}
 	if m := portErr.FindStringSubmatch(msg); m != nil {
-		return fmt.Errorf("start container %s on docker host %s: port %s is already taken by another process or container: %w", nameOrID, c.host, m[1], ErrPortTaken)
+		return &PortTakenError{Container: nameOrID, Host: c.host, Addr: m[1]}
 	}
 	if strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use") {
 		return fmt.Errorf("start container %s on docker host %s: a published port is already taken (%s): %w", nameOrID, c.host, msg, ErrPortTaken)

@@ -13,6 +13,8 @@
 // comparison, and the refresh of a recorded identity against the world (Refresh,
 // RefreshKey: engine.Refresher for the steps that leave a target running).
 // protected.go hashes the protected files under the names the engine pins them by.
+// porthint.go says a port that another process holds as the user can act on it: the
+// target, the address, and the variable (or the attribute) the port comes from.
 //
 // A target names its serving engine (engine.go): the engine's preset gives the native
 // metric names every block reads (promscrape.Names), each overridable by a *_metric
