@@ -22,7 +22,8 @@ func (d *DataBlock) ID() string { return d.Kind + "." + d.Name }
 var dataSchemas = map[string]*hcl.BodySchema{
 	blockHost: attrSchema(
 		"docker",  // Docker Engine URL: unix://, tcp://, ssh://; empty means DOCKER_HOST
-		"gpus",    // "nvml" or "sim"
+		"gpus",    // "nvml", "dcgm" or "sim"
+		"dcgm_endpoint", // gpus = "dcgm": the node's dcgm-exporter metrics URL
 		"runtime", // "docker" or "sim"
 		"sim_gpus", "sim_power_limit_watts",
 		"gpu_interval",                                // GPU sampling interval during a block (default "1s")

@@ -30,7 +30,7 @@ type Device struct {
 
 // Source is where snapshots come from.
 type Source interface {
-	// Kind is "nvml" or "sim".
+	// Kind is "nvml", "dcgm" or "sim".
 	Kind() string
 	// Snapshot reads every device, in index order.
 	Snapshot() ([]Device, error)
