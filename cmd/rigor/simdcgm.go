@@ -22,7 +22,7 @@ func newSimDCGMCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dcgm",
 		Short: "Serve simulated GPUs at /metrics as NVIDIA's dcgm-exporter does, until interrupted",
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("drift-watts") != cmd.Flags().Changed("drift-at") {
 				return &exitError{code: 2, msg: "--drift-at and --drift-watts go together: the limit changes to --drift-watts that long after start"}
