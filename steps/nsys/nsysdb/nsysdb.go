@@ -121,6 +121,29 @@ func Write(path string, f Fixture) (err error) {
 			return fmt.Errorf("%s: %w", d.table, err)
 		}
 	}
+	// A simulated capture writes tens of thousands of rows: each statement is
+	// prepared once.
+	stmts := map[string]*sql.Stmt{}
+	defer func() {
+		for _, st := range stmts {
+			_ = st.Close()
+		}
+	}()
+	exec := func(table, q string, args ...any) error {
+		if !keep(table) {
+			return nil
+		}
+		st, ok := stmts[q]
+		if !ok {
+			var err error
+			if st, err = tx.Prepare(q); err != nil {
+				return err
+			}
+			stmts[q] = st
+		}
+		_, err := st.Exec(args...)
+		return err
+	}
 	ids := map[string]int64{}
 	str := func(s string) (int64, error) {
 		if id, ok := ids[s]; ok {
@@ -131,15 +154,7 @@ func Write(path string, f Fixture) (err error) {
 		if !keep("StringIds") {
 			return id, nil
 		}
-		_, err := tx.Exec(`INSERT INTO StringIds VALUES (?, ?)`, id, s)
-		return id, err
-	}
-	exec := func(table, q string, args ...any) error {
-		if !keep(table) {
-			return nil
-		}
-		_, err := tx.Exec(q, args...)
-		return err
+		return id, exec("StringIds", `INSERT INTO StringIds VALUES (?, ?)`, id, s)
 	}
 	if err = exec("META_DATA_EXPORT", `INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_VERSION', ?), ('EXPORT_SCHEMA_VERSION', '3.24.14')`, f.Version); err != nil {
 		return err
