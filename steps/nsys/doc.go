@@ -12,6 +12,9 @@
 // warning. It keeps the simulator's answer as sim-profile.json; command, args, nsys,
 // docker, container and env would shape a launch that does not happen and are
 // refused (class "config"). where = "host" on a simulator target still runs nsys.
+// nsys profiles whole seconds (a duration of at least 1s); the simulator takes any
+// duration up to its trace limit (60 s), so at a small time scale a short window
+// stands for seconds of serving.
 //
 // Evidence kept in the attempt directory: the raw report (<output>.nsys-rep, or
 // .qdrep from old versions), the SQLite export (<output>.sqlite), capture.json (the

@@ -18,6 +18,7 @@ import (
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/child"
+	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -104,8 +105,8 @@ func readPlan(sc *engine.StepContext) (plan, error) {
 		}
 	}
 	d, err := time.ParseDuration(target.Str(cfg, "duration"))
-	if err != nil || d < time.Second {
-		return p, fmt.Errorf("duration = %q: want a duration of at least 1s such as \"20s\"", target.Str(cfg, "duration"))
+	if err != nil || d <= 0 {
+		return p, fmt.Errorf("duration = %q: want a duration such as \"20s\"", target.Str(cfg, "duration"))
 	}
 	p.duration = d
 	if p.output == "" {
@@ -146,6 +147,10 @@ func readPlan(sc *engine.StepContext) (plan, error) {
 	}
 	switch p.where {
 	case "host", "container":
+		// nsys takes whole seconds (--duration=N).
+		if p.duration < time.Second {
+			return p, fmt.Errorf("duration = %q: nsys profiles whole seconds; want at least 1s such as \"20s\"", target.Str(cfg, "duration"))
+		}
 		if len(p.command) == 0 {
 			return p, fmt.Errorf("command is empty: name the profiled command, e.g. [\"python3\", \"bench.py\"]")
 		}
@@ -155,6 +160,11 @@ func readPlan(sc *engine.StepContext) (plan, error) {
 	case "simulator":
 		if p.target == nil || p.target.Runtime != "sim" {
 			return p, fmt.Errorf("where = \"simulator\" needs a target on a host with runtime = \"sim\": only rigor's simulator can profile itself")
+		}
+		// The simulator's capture takes any duration its trace window does: at a
+		// small time scale, a fraction of a second stands for seconds of serving.
+		if p.duration > sim.TraceMaxDuration {
+			return p, fmt.Errorf("duration = %q: the simulator captures at most %s", target.Str(cfg, "duration"), sim.TraceMaxDuration)
 		}
 		// The simulator profiles its own serving work: nothing is launched, so an
 		// argument that shapes a launch would be accepted and never read.

@@ -136,6 +136,23 @@ func TestSimulatorCapture(t *testing.T) {
 	}
 }
 
+// The simulator takes a capture shorter than nsys's whole second: at a small time
+// scale it stands for seconds of serving.
+func TestSimulatorCaptureSubSecond(t *testing.T) {
+	sc := simStepContext(t, loadedSimTarget(t), map[string]cty.Value{"duration": cty.StringVal("150ms")})
+	res := Step{}.Run(context.Background(), sc)
+	if res.Status != engine.StatusSucceeded {
+		t.Fatalf("%s (%s): %s", res.Status, res.Class, res.Message)
+	}
+	a, err := Analyze(sc.Path("flare-c4.sqlite"), Mapping{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Interval.DurationS < 0.15 || a.Interval.DurationS > 0.2 || a.Kernels == 0 {
+		t.Errorf("interval %.3f s, %d kernels; want a 150 ms capture with kernels", a.Interval.DurationS, a.Kernels)
+	}
+}
+
 // A simulator capture launches nothing: arguments that shape a launch are refused
 // rather than accepted and never read; where = "simulator" needs a simulator target.
 func TestSimulatorCaptureRefusesLaunchArguments(t *testing.T) {
@@ -158,6 +175,8 @@ func TestSimulatorCaptureRefusesLaunchArguments(t *testing.T) {
 		"simulator, docker": {docker, map[string]cty.Value{"where": cty.StringVal("simulator")}, `where = "simulator" needs a target on a host with runtime = "sim"`},
 		"host, no command":  {simT, map[string]cty.Value{"where": cty.StringVal("host")}, "command is empty"},
 		"unknown where":     {simT, map[string]cty.Value{"where": cty.StringVal("gpu")}, `want "host", "container" or "simulator"`},
+		"host, under 1s":    {simT, map[string]cty.Value{"where": cty.StringVal("host"), "duration": cty.StringVal("500ms"), "command": cty.ListVal([]cty.Value{cty.StringVal("true")})}, "nsys profiles whole seconds"},
+		"simulator, 2m":     {simT, map[string]cty.Value{"duration": cty.StringVal("2m")}, "the simulator captures at most 1m0s"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
