@@ -195,7 +195,7 @@ matrix "fixture" {
   workload    = workload.fixed
   concurrency = [1]
   repetitions = 1
-  requests    = 4
+  requests    = 6
   timeout     = "2m"
   uses        = ["gpu"]
 
