@@ -40,5 +40,7 @@
 //
 // Classes: nsys (or docker, in a container) missing is "tool_missing" with a message
 // that says what to install or set; a command that fails or leaves no report is
-// "exec". The step never retries.
+// "exec". On the simulator: a container not running before the capture is
+// "identity", a changed incarnation "restart", a failed or malformed answer
+// "instrumentation_incomplete". The step never retries.
 package nsys
