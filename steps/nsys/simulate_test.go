@@ -187,3 +187,58 @@ func TestSimulatorCaptureRefusesLaunchArguments(t *testing.T) {
 		})
 	}
 }
+
+// A simulator container that is not running before the capture is an identity
+// failure: there is no server whose work could be profiled.
+func TestSimulatorCaptureNeedsARunningContainer(t *testing.T) {
+	host := simtest.Host(t, "nsys-stopped")
+	prof, _ := sim.LookupProfile("flare")
+	if _, err := host.Create(sim.ContainerSpec{Name: "c", Image: "sim:flare", Listen: "127.0.0.1:1", Config: sim.Config{Profile: prof}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Remove("c") })
+	tv := cty.ObjectVal(map[string]cty.Value{
+		"name":      cty.StringVal("flare"),
+		"host":      cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(host.Name()), "runtime": cty.StringVal("sim"), "sim_dir": cty.StringVal(host.Dir())}),
+		"container": cty.StringVal("c"),
+		"endpoint":  cty.StringVal("http://127.0.0.1:1"),
+	})
+	res := Step{}.Run(context.Background(), simStepContext(t, tv, nil))
+	if res.Class != engine.ClassIdentity || !strings.Contains(res.Message, "before the capture, not running") {
+		t.Errorf("%s (%s): %s; want identity: not running", res.Status, res.Class, res.Message)
+	}
+}
+
+// A restart during the capture is class restart: the export would mix two servers.
+func TestSimulatorCaptureAcrossARestart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	host := simtest.Host(t, "nsys-restart")
+	prof, _ := sim.LookupProfile("flare")
+	if _, err := host.Create(sim.ContainerSpec{Name: "c", Image: "sim:flare", Listen: addr, Config: sim.Config{Profile: prof, TimeScale: 0.05}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start("c"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Stop("c"); _ = host.Remove("c") })
+	tv := cty.ObjectVal(map[string]cty.Value{
+		"name":      cty.StringVal("flare"),
+		"host":      cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(host.Name()), "runtime": cty.StringVal("sim"), "sim_dir": cty.StringVal(host.Dir())}),
+		"container": cty.StringVal("c"),
+		"endpoint":  cty.StringVal("http://" + addr),
+	})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = host.Stop("c")
+		_ = host.Start("c")
+	}()
+	res := Step{}.Run(context.Background(), simStepContext(t, tv, map[string]cty.Value{"duration": cty.StringVal("2s")}))
+	if res.Class != engine.ClassRestart || !strings.Contains(res.Message, "changed incarnation during the capture") {
+		t.Errorf("%s (%s): %s; want restart", res.Status, res.Class, res.Message)
+	}
+}
