@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 
@@ -45,7 +46,13 @@ type figure struct {
 	rows                int // panels stacked in rows (one column) instead of side by side
 	legend              []legendItem
 	w, h                vg.Length
+	// firstTick is the first panel's first category label, drawn rotated and
+	// right-aligned on its tick: the left margin grows until it fits.
+	firstTick string
 }
+
+// tickRotation is the angle of category labels, in radians.
+const tickRotation = 0.5
 
 // legendItem is one legend entry: a filled square (an arm's colour), a line or a
 // glyph, then the label.
@@ -98,7 +105,14 @@ func (f *figure) draw(dc draw.Canvas) {
 	}
 	area := dc
 	area.Max.Y = y
-	t := draw.Tiles{Rows: 1, Cols: len(f.panels), PadX: vg.Points(14), PadLeft: figPad, PadRight: figPad + 4, PadBottom: figPad}
+	left := figPad
+	if f.firstTick != "" {
+		// The y axis (tick labels and its title) and half a category lie left of the
+		// first tick: about 40 pt.
+		need := textStyle(8, nil).Width(f.firstTick)*vg.Length(math.Cos(tickRotation)) - 40
+		left = max(left, need)
+	}
+	t := draw.Tiles{Rows: 1, Cols: len(f.panels), PadX: vg.Points(14), PadLeft: left, PadRight: figPad + 4, PadBottom: figPad}
 	grid := [][]*plot.Plot{f.panels}
 	if f.rows > 0 {
 		t = draw.Tiles{Rows: len(f.panels), Cols: 1, PadY: vg.Points(10), PadLeft: figPad, PadRight: figPad + 4, PadBottom: figPad}
@@ -293,7 +307,7 @@ func (r *Report) throughputChart() (chart, bool, error) {
 			p.Add(sc)
 		}
 		p.NominalX(arms...)
-		p.X.Tick.Label.Rotation = 0.5
+		p.X.Tick.Label.Rotation = tickRotation
 		p.X.Tick.Label.XAlign = draw.XRight
 		panels = append(panels, p)
 	}
@@ -303,7 +317,7 @@ func (r *Report) throughputChart() (chart, bool, error) {
 	lg := append(r.armLegend(arms), legendItem{label: "one measured block", glyph: &draw.GlyphStyle{Color: color.Black, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}})
 	c, err := render(figure{name: "throughput", title: "Aggregate output throughput per measured block (bar: mean of the repetitions)",
 		source: "source: requests.jsonl of measured blocks (Σ completion tokens / block wall time)",
-		panels: panels, legend: lg, w: 8 * vg.Inch, h: 4.5 * vg.Inch})
+		panels: panels, legend: lg, w: 8 * vg.Inch, h: 4.5 * vg.Inch, firstTick: arms[0]})
 	return c, err == nil, err
 }
 
@@ -347,7 +361,7 @@ func (r *Report) distChart(name, title, unit string, metric int) (chart, bool, e
 			p.Add(bp)
 		}
 		p.NominalX(arms...)
-		p.X.Tick.Label.Rotation = 0.5
+		p.X.Tick.Label.Rotation = tickRotation
 		p.X.Tick.Label.XAlign = draw.XRight
 		panels = append(panels, p)
 	}
@@ -356,7 +370,7 @@ func (r *Report) distChart(name, title, unit string, metric int) (chart, bool, e
 	}
 	c, err := render(figure{name: name, title: title,
 		source: "source: requests.jsonl of measured blocks; box over the p0–p100 grid: quartiles, whiskers to 1.5 IQR",
-		panels: panels, legend: r.armLegend(arms), w: 8 * vg.Inch, h: 4.5 * vg.Inch})
+		panels: panels, legend: r.armLegend(arms), w: 8 * vg.Inch, h: 4.5 * vg.Inch, firstTick: arms[0]})
 	return c, err == nil, err
 }
 
