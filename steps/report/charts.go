@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 	"gonum.org/v1/plot"
@@ -496,6 +497,35 @@ func (r *Report) gpuChart(name, title, unit string) (chart, error) {
 		panels: panels, rows: len(panels), legend: lg, w: 8 * vg.Inch, h: h})
 }
 
+// zeroTicks labels an axis on round steps through zero, so the baseline's 0 is
+// always a labelled tick on the run-order chart.
+type zeroTicks struct{}
+
+func (zeroTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if span <= 0 {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 3, 64)}}
+	}
+	step := math.Pow(10, math.Floor(math.Log10(span/5)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(step*m) <= 6 {
+			step *= m
+			break
+		}
+	}
+	var out []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		if math.Abs(v) < step*1e-9 {
+			v = 0
+		}
+		out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		for k := 1; k < 5 && v+step*float64(k)/5 <= hi; k++ {
+			out = append(out, plot.Tick{Value: v + step*float64(k)/5})
+		}
+	}
+	return out
+}
+
 func unitName(chart string) string {
 	if chart == "gpu_temperature" {
 		return "temperature"
@@ -540,6 +570,7 @@ func (r *Report) noiseChart() (chart, bool, error) {
 		p := panel(fmt.Sprintf("C%d", conc))
 		p.X.Label.Text = "run order (block start)"
 		p.Y.Label.Text = "% vs baseline arm's mean"
+		p.Y.Tick.Marker = zeroTicks{}
 		p.X.Min, p.X.Max = 0.5, float64(len(pts))+0.5
 		lines := []struct {
 			y  float64

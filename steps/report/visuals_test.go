@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"os"
@@ -352,6 +353,16 @@ func TestChartTextInsideTheImage(t *testing.T) {
 			if len(texts) < 8 {
 				t.Errorf("%s/%s: %d texts", state, name, len(texts))
 			}
+			// One title, then one short source line.
+			var sources []string
+			for _, x := range texts {
+				if strings.HasPrefix(x.s, "source: ") {
+					sources = append(sources, x.s)
+				}
+			}
+			if len(sources) != 1 || len(sources[0]) > 120 {
+				t.Errorf("%s/%s: source lines %q", state, name, sources)
+			}
 			for _, x := range texts {
 				if x.x0 < -0.5 || x.y0 < -0.5 || x.x1 > x.vw+0.5 || x.y1 > x.vh+0.5 {
 					t.Errorf("%s/%s: %q spans x %.1f–%.1f, y %.1f–%.1f outside the %gx%g image", state, name, x.s, x.x0, x.x1, x.y0, x.y1, x.vw, x.vh)
@@ -495,11 +506,53 @@ func TestChartColoursMeanArm(t *testing.T) {
 			}
 		}
 	}
+	// The GPU charts shade each block window in a light tint of its arm's colour,
+	// and their legend says so.
+	for _, name := range []string{"gpu_power", "gpu_temperature"} {
+		texts, fills := svgTexts(t, charts[name])
+		for arm, hex := range first {
+			var c color.RGBA
+			fmt.Sscanf(hex, "#%02X%02X%02X", &c.R, &c.G, &c.B)
+			c.A = 0xff
+			l := light(c).(color.RGBA)
+			tint := fmt.Sprintf("#%02X%02X%02X", l.R, l.G, l.B)
+			inLegend := slices.ContainsFunc(texts, func(x svgText) bool { return x.s == arm && x.fill == tint })
+			if n := slices.Index(fills, tint); !inLegend || n < 0 || strings.Count(strings.Join(fills, " "), tint) < 2 {
+				t.Errorf("%s: %s's windows are not shaded %s (legend %t)", name, arm, tint, inLegend)
+			}
+		}
+	}
 	distinct := map[string]bool{}
 	for _, c := range first {
 		distinct[c] = true
 	}
 	if len(distinct) != len(arms) {
 		t.Errorf("arms share colours: %v", first)
+	}
+}
+
+// TestRunOrderAxisLabelsZero: the run-order chart's y axis labels the baseline's 0
+// on round steps, whatever the range.
+func TestRunOrderAxisLabelsZero(t *testing.T) {
+	for _, rg := range [][2]float64{{-37, 8}, {-0.4, 0.3}, {-60, 55}, {-3, 210}} {
+		var labels []string
+		for _, tk := range (zeroTicks{}).Ticks(rg[0], rg[1]) {
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if !slices.Contains(labels, "0") || len(labels) < 3 || len(labels) > 7 {
+			t.Errorf("range %v: labels %v", rg, labels)
+		}
+	}
+	texts, _ := svgTexts(t, chartsOf(t, "verdict-drift")["noise_drift"])
+	zeros := 0
+	for _, x := range texts {
+		if x.s == "0" {
+			zeros++
+		}
+	}
+	if zeros != 1 { // one panel, C2
+		t.Errorf("noise_drift.svg labels 0 %d times", zeros)
 	}
 }
