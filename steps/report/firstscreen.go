@@ -103,7 +103,7 @@ func tokS(x float64) string {
 	}
 	n := int(math.Round(x))
 	if n < 0 {
-		return "−" + fmtInt(-n)
+		return "−" + fmtIntSep(-n)
 	}
 	return fmtIntSep(n)
 }

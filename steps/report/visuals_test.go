@@ -556,3 +556,11 @@ func TestRunOrderAxisLabelsZero(t *testing.T) {
 		t.Errorf("noise_drift.svg labels 0 %d times", zeros)
 	}
 }
+
+func TestTokS(t *testing.T) {
+	for x, want := range map[float64]string{0: "0", 999.4: "999", 999.5: "1,000", 7450.426: "7,450", 17544.802: "17,545", 1234567.8: "1,234,568", -2500.2: "−2,500"} {
+		if got := tokS(x); got != want {
+			t.Errorf("tokS(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
