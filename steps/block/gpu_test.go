@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps"
+	"github.com/rigor-bench/rigor/steps/internal/gpu"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/sim/simtest"
 	"github.com/rs/zerolog"
@@ -297,8 +299,25 @@ func TestBlockSamplesDCGMGPUs(t *testing.T) {
 // A limit that changes on the exporter's node during a block is power_drift, as
 // with NVML.
 func TestBlockDCGMPowerDrift(t *testing.T) {
-	node := fmt.Sprintf("dcgm-drift-%d", runSeq.Add(1))
-	url := simExporter(t, steps.SimDCGMConfig{Host: node, Devices: 2, PowerLimitW: 300, DriftAt: 400 * time.Millisecond, DriftW: 280})
+	// The limit changes after the exporter's second scrape (the gate's and the
+	// sampler's first have seen 300 W), so the change falls inside the block
+	// however long the deploy before it took.
+	src, err := gpu.SimFor(fmt.Sprintf("dcgm-drift-%d", runSeq.Add(1)), gpu.SimConfig{Devices: 2, PowerLimitW: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scrapes atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if scrapes.Add(1) == 3 {
+			if err := src.InjectDrift(time.Now(), -1, 280); err != nil {
+				t.Error(err)
+			}
+		}
+		devs, _ := src.Snapshot()
+		_ = gpu.WriteDCGM(w, "node", devs)
+	}))
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/metrics"
 	rec, _ := blockEndWith(t, "dcgm_drift", "0", "300", "", 60, dcgmHost(url))
 	if rec.Status != engine.StatusFailed || rec.Class != engine.ClassPowerDrift || !strings.Contains(rec.Message, "300 W -> 280 W") {
 		t.Fatalf("block %s (%s): %s; want failed (power_drift) 300 W -> 280 W", rec.Status, rec.Class, rec.Message)
