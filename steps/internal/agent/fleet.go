@@ -95,7 +95,8 @@ type AgentReport struct {
 	ClockBoundMS  float64 `json:"clock_bound_ms"`
 	RoundTripMS   float64 `json:"round_trip_ms"`
 	// BlockCPUS is the agent process's CPU seconds over its block clock; CPUShare
-	// divides them by the block's wall seconds and the agent's CPUs.
+	// divides them by the seconds of that clock (T0 to the end of its run) and the
+	// agent's CPUs.
 	BlockCPUS     float64      `json:"block_cpu_s"`
 	CPUShare      float64      `json:"cpu_share"`
 	ScheduleLagMS loadgen.Dist `json:"schedule_lag_ms"`
@@ -400,7 +401,7 @@ func (f *Fleet) Run(ctx context.Context, cfg loadgen.Config, out io.Writer) (*lo
 	res.Concurrency = cfg.Concurrency
 	res.SlotSecondsPerRequest = loadgen.SlotSecondsPerRequest(res.WallS, res.Requests, cfg.Concurrency)
 	res.Anchors = &loadgen.Anchors{Before: loadgen.Anchor{UTC: t0}, After: loadgen.Anchor{UTC: after.UTC().Round(0), MonoMS: ms(after.Sub(origin))}}
-	dial := loadgen.DialStats{}
+	dial := loadgen.DialStats{WarmMS: []float64{}, InBlockMS: []float64{}}
 	for _, p := range peers {
 		if p.res == nil {
 			continue
@@ -415,8 +416,10 @@ func (f *Fleet) Run(ctx context.Context, cfg loadgen.Config, out io.Writer) (*lo
 		}
 		p.rep.BlockCPUS = p.res.BlockCPUS
 		p.rep.ScheduleLagMS = p.res.ScheduleLagMS
-		if p.res.WallS > 0 && p.rep.CPUs > 0 {
-			p.rep.CPUShare = p.res.BlockCPUS / p.res.WallS / float64(p.rep.CPUs)
+		// The agent's block clock runs from T0 to the end of its run (its after
+		// anchor): the span its CPU figure was taken over.
+		if a := p.res.Anchors; a != nil && a.After.MonoMS > 0 && p.rep.CPUs > 0 {
+			p.rep.CPUShare = p.res.BlockCPUS / (a.After.MonoMS / 1000) / float64(p.rep.CPUs)
 		}
 		if p.rep.CPUShare > lim.MaxCPUShare {
 			p.failf("saturated: its client used %.0f%% of its %d CPUs over the block clock (limit %.0f%%)", 100*p.rep.CPUShare, p.rep.CPUs, 100*lim.MaxCPUShare)
