@@ -21,10 +21,10 @@ func (d *DataBlock) ID() string { return d.Kind + "." + d.Name }
 // load time rather than a silently ignored setting at 2 a.m.
 var dataSchemas = map[string]*hcl.BodySchema{
 	blockHost: attrSchema(
-		"docker",  // Docker Engine URL: unix://, tcp://, ssh://; empty means DOCKER_HOST
-		"gpus",    // "nvml", "dcgm" or "sim"
+		"docker",        // Docker Engine URL: unix://, tcp://, ssh://; empty means DOCKER_HOST
+		"gpus",          // "nvml", "dcgm" or "sim"
 		"dcgm_endpoint", // gpus = "dcgm": the node's dcgm-exporter metrics URL
-		"runtime", // "docker" or "sim"
+		"runtime",       // "docker" or "sim"
 		"sim_gpus", "sim_power_limit_watts",
 		"gpu_interval",                                // GPU sampling interval during a block (default "1s")
 		"sim_power_drift_at", "sim_power_drift_watts", // sim: every limit becomes drift_watts this long after the GPUs first appear

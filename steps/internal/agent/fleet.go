@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 )
 
@@ -111,17 +111,9 @@ type Fleet struct {
 	Limits Limits
 }
 
-// ParseURL checks one agent URL and returns its host:port.
-func ParseURL(s string) (string, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", err
-	}
-	if u.Scheme != "tcp" || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return "", fmt.Errorf("%q is not an agent address: want tcp://HOST:PORT, what `rigor agent --listen HOST:PORT` serves", s)
-	}
-	return u.Host, nil
-}
+// ParseURL checks one agent URL (tcp://HOST:PORT) and returns HOST:PORT: the
+// language's check, so a plan that validated names agents the fleet can dial.
+func ParseURL(s string) (string, error) { return plans.ParseAgentURL(s) }
 
 // clockSamples is how many exchanges measure each agent's clock.
 const clockSamples = 16
