@@ -291,3 +291,47 @@ func TestFleetHoldsAgentsToTheirLimits(t *testing.T) {
 		})
 	}
 }
+
+// An agent that stays connected but sends nothing, not even a heartbeat, for the
+// silence limit has disappeared as surely as one whose connection closed.
+func TestFleetSilentAgentDisappears(t *testing.T) {
+	endpoint := startSim(t, time.Millisecond)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		c := newConn(nc)
+		c.send(message{T: kindHello, Version: Version, CPUs: 1})
+		for {
+			m, err := c.read()
+			if err != nil {
+				return
+			}
+			switch m.T {
+			case kindClock:
+				c.send(message{T: kindClock, RecvNS: m.at.UnixNano(), SendNS: time.Now().UnixNano()})
+			case kindJob:
+				c.send(message{T: kindReady})
+			}
+			// After the start: silence, with the connection open.
+		}
+	}()
+	silent := "tcp://" + ln.Addr().String()
+	f := Fleet{Agents: append(startAgents(t, 1), silent), Limits: Limits{MaxCPUShare: 1000, Silence: 300 * time.Millisecond}}
+	var out bytes.Buffer
+	res, rep, err := f.Run(context.Background(), block(endpoint, 2, 4, 4), &out)
+	var fl *Failure
+	if !errors.As(err, &fl) || fl.Agent != silent || !strings.Contains(err.Error(), "disappeared mid-block: sent nothing for 300ms") {
+		t.Fatalf("err %v", err)
+	}
+	if res == nil || res.Requests != 4 || rep.Agents[0].Records != 2 {
+		t.Fatalf("result %+v, report %+v", res, rep)
+	}
+}
