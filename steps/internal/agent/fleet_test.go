@@ -335,3 +335,28 @@ func TestFleetSilentAgentDisappears(t *testing.T) {
 		t.Fatalf("result %+v, report %+v", res, rep)
 	}
 }
+
+// Cancelling the authority mid-block (an interrupt) cancels every agent: each
+// answers with its records, the in-flight ones cancelled, and nothing is lost.
+func TestFleetCancelledMidBlock(t *testing.T) {
+	endpoint := startSim(t, 20*time.Millisecond)
+	cfg := block(endpoint, 6, 30, 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg.OnRecord = func(r loadgen.Record) { cancel() }
+	f := Fleet{Agents: startAgents(t, 3), Limits: inProcess}
+	var out bytes.Buffer
+	res, rep, err := f.Run(ctx, cfg, &out)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrAgent) {
+		t.Fatalf("err %v: want the cancellation, no agent failure", err)
+	}
+	recs, _ := loadgen.ReadRecords(&out)
+	if res == nil || !res.Incomplete || len(recs) != 30 || res.Outcomes[loadgen.Cancelled] == 0 {
+		t.Fatalf("%d records, result %+v", len(recs), res)
+	}
+	for _, a := range rep.Agents {
+		if a.Records != a.Planned || a.Failure != "" {
+			t.Fatalf("agent %+v", a)
+		}
+	}
+}
