@@ -124,7 +124,8 @@ type peer struct {
 	k     int
 	c     *conn
 	msgs  chan message
-	err   error // set before msgs is closed
+	quit  chan struct{} // closed when the run is over: readLoop stops handing on
+	err   error         // set before msgs is closed
 	rep   AgentReport
 	off   time.Duration // agent clock − authority clock
 	res   *loadgen.Result
@@ -169,7 +170,11 @@ func (p *peer) readLoop() {
 			p.err = err
 			return
 		}
-		p.msgs <- m
+		select {
+		case p.msgs <- m:
+		case <-p.quit:
+			return
+		}
 	}
 }
 
@@ -200,7 +205,7 @@ func (f *Fleet) Run(ctx context.Context, cfg loadgen.Config, out io.Writer) (*lo
 	}
 	peers := make([]*peer, n)
 	for k, a := range f.Agents {
-		peers[k] = &peer{addr: a, k: k, msgs: make(chan message, 1024), got: map[int]bool{}}
+		peers[k] = &peer{addr: a, k: k, msgs: make(chan message, 1024), quit: make(chan struct{}), got: map[int]bool{}}
 		peers[k].rep = AgentReport{Agent: a, Slice: k, Connections: (&loadgen.Slice{Index: k, Of: n}).Connections(cfg.Concurrency)}
 		for i := range cfg.Requests {
 			if i%n == k {
@@ -218,6 +223,7 @@ func (f *Fleet) Run(ctx context.Context, cfg loadgen.Config, out io.Writer) (*lo
 	}
 	defer func() {
 		for _, p := range peers {
+			close(p.quit)
 			if p.c != nil {
 				p.c.nc.Close()
 			}
