@@ -67,7 +67,7 @@ LABEL ?= rigor.example=docker-local
 docker-local-context: deps
 	@mkdir -p $(DOCKER_LOCAL_CONTEXT)
 	CGO_ENABLED=0 $(GO) build -o $(DOCKER_LOCAL_CONTEXT)/rigor ./cmd/rigor
-	@cp examples/docker-local/Dockerfile.incumbent examples/docker-local/Dockerfile.candidate $(DOCKER_LOCAL_CONTEXT)/
+	@cp examples/docker-local/Dockerfile.incumbent examples/docker-local/Dockerfile.candidate examples/docker-local/Dockerfile.agent $(DOCKER_LOCAL_CONTEXT)/
 
 docker-local: docker-local-context build
 	bin/rigor plan apply examples/docker-local/campaign.hcl --state $(DOCKER_LOCAL_STATE) \

@@ -28,6 +28,12 @@ const (
 	// ClassEvidenceWrite: evidence could not be written (disk full, read-only file
 	// system, EIO). It ends measurement; the always-steps still run.
 	ClassEvidenceWrite FailureClass = "evidence_write"
+	// ClassAgent: a load agent of a block (`rigor agent`) could not be reached or
+	// its clock bounded, saturated its CPUs, lagged its schedule or disappeared
+	// mid-block: the load sent was not the plan's. It stops the campaign (the target
+	// did nothing wrong, so it is not an operational failure of the arm); the
+	// records received are kept.
+	ClassAgent FailureClass = "agent"
 	// ClassRecord is a request-level failure: kept in its denominator, it makes its
 	// cell ineligible for ranking, and the campaign goes on.
 	ClassRecord FailureClass = "record"

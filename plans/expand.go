@@ -184,6 +184,9 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		diags = append(diags, md...)
 		meta.ConditionText = p.exprText(meta.Condition)
 		inst.Meta = meta
+		if s.Type == "block" {
+			diags = append(diags, checkAgents(agentsAttr(s.Body), ictx)...)
+		}
 		if a, ok := s.MetaAttrs[metaDuring]; ok {
 			inst.during = a.Expr
 		}
@@ -451,6 +454,10 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 	if len(corpus.reset) > 0 {
 		needs = append(needs, "reset_cache")
 	}
+	if a := m.Attrs[AttrAgents]; a != nil {
+		needs = append(needs, AttrAgents)
+		diags = append(diags, checkAgents(a, ctx0)...)
+	}
 	for _, name := range needs {
 		if _, ok := spec[name]; !ok {
 			return nil, nil, hcl.Diagnostics{errorAt(m.DeclRange, "Matrix cannot expand block", "The block step type has no %q argument.", name)}
@@ -563,6 +570,9 @@ func matrixConfig(m *Matrix, arm *Arm, cb cellBlock, implied cty.Type) func(*hcl
 		}
 		if a, ok := m.Attrs["gates"]; ok {
 			obj["gates"] = val(a.Expr)
+		}
+		if a, ok := m.Attrs[AttrAgents]; ok {
+			obj[AttrAgents] = val(a.Expr)
 		}
 		reqAttr := m.Attrs["requests"]
 		req := val(reqAttr.Expr)

@@ -3,6 +3,7 @@ package plans_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -135,5 +136,35 @@ func TestMatrixCorpusPerCell(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("block configurations (-want +got):\n%s", diff)
+	}
+}
+
+// TestMatrixAgents: a matrix's agents reach every block it expands, in order.
+func TestMatrixAgents(t *testing.T) {
+	src := strings.Replace(corpusCampaign, "  expect_cache = \"cold\"\n", "  expect_cache = \"cold\"\n  agents       = [\"tcp://10.0.0.2:7070\", \"tcp://10.0.0.3:7070\"]\n", 1)
+	path := filepath.Join(t.TempDir(), "c.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := mustLoad(t, path, plans.Options{})
+	n := 0
+	for _, inst := range p.Instances {
+		if inst.Type != "block" {
+			continue
+		}
+		a := inst.Config.GetAttr("agents")
+		want := inst.Name == "lane"
+		if a.IsNull() == want {
+			t.Fatalf("%s: agents %#v", inst.Addr, a)
+		}
+		if want {
+			n++
+			if got := a.Index(cty.NumberIntVal(1)).AsString(); got != "tcp://10.0.0.3:7070" {
+				t.Fatalf("%s: second agent %q", inst.Addr, got)
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d blocks of lane carry agents; want 2", n)
 	}
 }

@@ -44,6 +44,7 @@ func testStepTypes() plans.StepTypes {
 				"reset_cache":  attr("reset_cache", cty.Bool, false),
 				"expect_cache": attr("expect_cache", cty.String, false),
 				"corpus_seed":  attr("corpus_seed", cty.Number, false),
+				"agents":       attr("agents", cty.List(cty.String), false),
 			},
 			out: cty.Object(map[string]cty.Type{
 				"seconds_per_request": cty.Number,

@@ -54,7 +54,7 @@ var matrixSchema = &hcl.BodySchema{
 		{Name: "workload", Required: true}, {Name: "concurrency", Required: true},
 		{Name: "repetitions"}, {Name: "priming"}, {Name: "requests", Required: true},
 		{Name: "timeout"}, {Name: "gates"}, {Name: "uses"}, {Name: "on_failure"},
-		{Name: "corpus_seed"}, {Name: "expect_cache"}, {Name: metaCondition},
+		{Name: "corpus_seed"}, {Name: "expect_cache"}, {Name: AttrAgents}, {Name: metaCondition},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "arm", LabelNames: []string{"name"}}},
 }

@@ -33,7 +33,10 @@ exactly --tokens tokens per request at a fixed --tpot, and compares the client's
 and TPOT with the server's own per-chunk flush times. Prints the p50 and p99 of the
 absolute errors, the schedule lag and the CPU per 1,000 tokens (of the whole process:
 the simulator runs in it too). With --max-ttft-error or --max-tpot-error it exits 1
-when the p99 exceeds the bound.
+when the p99 exceeds the bound. With --agents the block is sent by those rigor
+agent processes, split and merged as a block step with agents does, and the table
+compares the merged records; the CPU is then the agents' (--listen must be an
+address they reach).
 
 Every run is remembered in rigor/calibration.json under the user cache directory
 ($XDG_CACHE_HOME, else ~/.cache): for an hour, rigor bench records its timing
@@ -75,12 +78,14 @@ errors in each result.`,
 	f.DurationVar(&o.MaxTPOTError, "max-tpot-error", 0, "fail when p99 |TPOT error| exceeds this (0: no gate)")
 	f.StringVar(&out, "out", "", "directory for calibration.json and requests.jsonl (default: none written)")
 	f.BoolVar(&asJSON, "json", false, "print calibration.json to stdout instead of the table")
+	f.StringSliceVar(&o.Agents, "agents", nil, "send the block from these rigor agents (tcp://HOST:PORT,...) and compare their merged records")
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:0", "where the simulator serves; with --agents on other hosts, an address they reach")
 	return cmd
 }
 
 // flagNames turns the option names of calibrate.Options.Validate into flag names.
 func flagNames(msg string) string {
-	for _, n := range []string{"concurrency", "tokens", "requests", "tpot", "max_ttft_error", "max_tpot_error"} {
+	for _, n := range []string{"concurrency", "tokens", "requests", "tpot", "max_ttft_error", "max_tpot_error", "agents"} {
 		msg = replaceWord(msg, n, "--"+dash(n))
 	}
 	return msg
@@ -180,6 +185,12 @@ func renderCalibration(w io.Writer, r *calibrate.Report) {
 	tw.Flush()
 	fmt.Fprintf(w, "schedule lag: p50 %.3f ms, p99 %.3f ms (n %d)\n", v0(r.ScheduleLagMS.P50), v0(r.ScheduleLagMS.P99), r.ScheduleLagMS.Samples)
 	fmt.Fprintf(w, "CPU: %.4f s per 1,000 tokens (%.3f s for %d tokens; %s)\n", r.CPUSecondsPer1k, r.CPUSeconds, r.StreamedTokens, r.CPUScope)
+	if r.Agents != nil {
+		for _, a := range r.Agents.Agents {
+			fmt.Fprintf(w, "agent %s: slice %d, %d connections, clock offset %+.3f ms ±%.3f ms, %d records, schedule lag p99 %.3f ms, CPU %.3f s\n",
+				a.Agent, a.Slice, a.Connections, a.ClockOffsetMS, a.ClockBoundMS, a.Records, v0(a.ScheduleLagMS.P99), a.BlockCPUS)
+		}
+	}
 	for _, g := range r.Gates {
 		state := "passed"
 		if !g.Passed {

@@ -29,7 +29,10 @@ var commandExamples = map[string]string{
       --max-tokens 256 --goodput ttft:200ms,tpot:50ms --out runs/sweep   # one result per level, sweep.png
   rigor bench --endpoint http://127.0.0.1:18080 --model sim-incumbent --rate 2,4 --concurrency 32 --requests 100 \
       --dataset-name random --random-input-len 1024 --random-output-len 128 --ignore-eos --out runs/rates`,
-	"rigor calibrate": `  rigor calibrate --concurrency 16 --tokens 64`,
+	"rigor calibrate": `  rigor calibrate --concurrency 16 --tokens 64
+  rigor calibrate --concurrency 256 --tokens 16 --agents tcp://127.0.0.1:7071,tcp://127.0.0.1:7072,tcp://127.0.0.1:7073`,
+	"rigor agent": `  rigor agent --listen 0.0.0.0:7070            # a block names it: agents = ["tcp://10.0.0.2:7070"]
+  docker run --network host IMAGE --listen 10.0.0.2:7070   # IMAGE built from examples/docker-local/Dockerfile.agent`,
 	"rigor gpus": `  rigor gpus
   rigor gpus --host-kind dcgm --dcgm-endpoint http://10.0.0.5:9400/metrics   # a node's dcgm-exporter
   rigor gpus --host-kind sim --sim-gpus 2`,

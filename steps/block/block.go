@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/agent"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
 	"github.com/rigor-bench/rigor/steps/internal/promscrape"
@@ -49,6 +51,9 @@ var spec = hcldec.ObjectSpec{
 	"primed":       &hcldec.AttrSpec{Name: "primed", Type: cty.Bool},
 	"expect_cache": &hcldec.AttrSpec{Name: "expect_cache", Type: cty.String},
 	"reset_cache":  &hcldec.AttrSpec{Name: "reset_cache", Type: cty.Bool},
+	// agents, when set, sends the block from these `rigor agent` processes
+	// (tcp://HOST:PORT), the step staying the one timing authority (package agent).
+	"agents": &hcldec.AttrSpec{Name: "agents", Type: cty.List(cty.String)},
 }
 
 // Outputs of a block: what a freeze step or a report derives from, and the identity
@@ -87,7 +92,41 @@ type blockResult struct {
 	Engine string             `json:"engine"`
 	// Model is the model name every request of the block sent, so a report can say
 	// what was compared without re-deriving it from a profile.
-	Model string `json:"model"`
+	Model  string        `json:"model"`
+	Agents *agent.Report `json:"agents,omitempty"`
+}
+
+// loadClient sends a block's requests: loadgen.Run in this process, or an
+// agent.Fleet. The Report is nil for the local client.
+type loadClient interface {
+	Run(ctx context.Context, cfg loadgen.Config, out io.Writer) (*loadgen.Result, *agent.Report, error)
+}
+
+type localClient struct{}
+
+func (localClient) Run(ctx context.Context, cfg loadgen.Config, out io.Writer) (*loadgen.Result, *agent.Report, error) {
+	res, err := loadgen.Run(ctx, cfg, out)
+	return res, nil, err
+}
+
+// clientOf is the block's client: its agents when it names any.
+func clientOf(cfg cty.Value) (loadClient, error) {
+	v, _ := attrOf(cfg, "agents").UnmarkDeep()
+	if v.IsNull() || !v.IsKnown() || v.LengthInt() == 0 {
+		return localClient{}, nil
+	}
+	var urls []string
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() {
+			return nil, fmt.Errorf("agents: a null address")
+		}
+		if _, err := agent.ParseURL(e.AsString()); err != nil {
+			return nil, fmt.Errorf("agents: %v", err)
+		}
+		urls = append(urls, e.AsString())
+	}
+	return &agent.Fleet{Agents: urls}, nil
 }
 
 // Run executes the block.
@@ -102,6 +141,10 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
 	lc.IdentityHeader = t.IdentityHeader
+	client, err := clientOf(cfg)
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
 	expected, expectedFrom := expectedCache(cfg, lc.Workload)
 	if err := validCacheState(expected); err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
@@ -167,7 +210,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		// request, after the corpus is rendered and the connections dialled.
 		lc.OnStart = func() { sc.Progress(engine.Progress{Total: lc.Requests, Sending: true}) }
 	}
-	result, runErr := loadgen.Run(ctx, lc, out)
+	result, agents, runErr := client.Run(ctx, lc, out)
 	stopNative()
 	_ = out.Sync()
 	out.Close()
@@ -176,6 +219,9 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		_ = gpu.finish()
 		if ctx.Err() != nil {
 			return engine.Result{Status: engine.StatusInterrupted, Class: engine.ClassInterrupted, Message: "block cancelled before its first request: " + runErr.Error()}
+		}
+		if errors.Is(runErr, agent.ErrAgent) {
+			return engine.Failed(engine.ClassAgent, "block could not start, nothing was sent: %v", runErr)
 		}
 		if errors.Is(runErr, loadgen.ErrWarmup) {
 			// Nothing was sent: the target did not accept a connection.
@@ -188,7 +234,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if after == nil {
 		after = gpuRes
 	}
-	br := blockResult{Result: result, Engine: t.Engine, Model: lc.Model, Names: t.Native}
+	br := blockResult{Result: result, Engine: t.Engine, Model: lc.Model, Names: t.Native, Agents: agents}
 	br.Native = nativeDeltas(sc, t, before.metrics)
 	br.Corpus = corpusInfo{Key: key, Workload: workloadName(cfg), ID: lc.CorpusID(), Requests: lc.Requests, SHA256: digest,
 		PinnedSHA256: sc.Pinned[key], RequestIDPrefix: lc.IDPrefix}
@@ -208,6 +254,8 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	switch {
 	case ctx.Err() != nil && !result.Incomplete:
 		return engine.Result{Status: engine.StatusInterrupted, Class: engine.ClassInterrupted, Message: "block cancelled", Outputs: outputs}
+	case ctx.Err() == nil && errors.Is(runErr, agent.ErrAgent):
+		return engine.FailedWith(engine.ClassAgent, outputs, "%v; every record received is kept in requests.jsonl (result.json: agents)", runErr)
 	case result.Incomplete:
 		if ctx.Err() == context.Canceled {
 			return engine.Result{Status: engine.StatusInterrupted, Class: engine.ClassInterrupted, Message: "block cancelled; every record taken so far is kept", Outputs: outputs}

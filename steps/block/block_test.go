@@ -101,6 +101,7 @@ type blockOpts struct {
 	cancelled     bool // run with a context cancelled before the block starts
 	// workload attributes beside the defaults (the fixed-output fixture's)
 	workloadAttrs map[string]cty.Value
+	agents        []string // tcp:// URLs of `rigor agent` processes
 }
 
 func startSim(t *testing.T, cfg sim.Config) *sim.Running {
@@ -198,6 +199,13 @@ func runSimBlock(t *testing.T, rn *sim.Running, o blockOpts) blockRun {
 	}
 	if len(o.gates) > 0 {
 		attrs["gates"] = cty.TupleVal(o.gates)
+	}
+	if len(o.agents) > 0 {
+		var urls []cty.Value
+		for _, a := range o.agents {
+			urls = append(urls, cty.StringVal(a))
+		}
+		attrs["agents"] = cty.ListVal(urls)
 	}
 	// Every attribute of the schema is present, null when unset, as after decoding.
 	for name, s := range (block.Step{}).Spec() {

@@ -43,6 +43,16 @@
 // block is held to it. A sim target with no container (a bare server in tests) has
 // nothing to hold unless a record or an identity gate says it must.
 //
+// Agents (package agent): with agents = ["tcp://HOST:PORT", ...] the block is sent
+// by those `rigor agent` processes instead of this one, through the same client code
+// (loadClient: loadgen.Run here, agent.Fleet there). The step stays the one timing
+// authority: it measures each agent's clock, holds them at a start barrier, hands
+// out the slices and one start, and merges every record into requests.jsonl in one
+// client's format; result.json's "agents" states each agent's clock offset and
+// bound, client CPU, schedule lag and records. An agent that cannot be reached or
+// bounded, saturates, lags or disappears is class agent, which stops the campaign;
+// the records received are kept.
+//
 // Takeover detection (takeover.go): during the run every response names who
 // answered (the target's identity_header, kept per request as served_by), and
 // after it the block re-asks /v1/models and compares the native counters scraped

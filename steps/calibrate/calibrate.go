@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rigor-bench/rigor/steps/internal/agent"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
 )
@@ -20,6 +21,9 @@ var ErrGate = errors.New("calibration gate failed")
 
 // CPUScopeProcess names what CPUSeconds covers when the simulator runs in-process.
 const CPUScopeProcess = "process: the client and the in-process simulator together (getrusage RUSAGE_SELF over the block clock), an upper bound of the client's share"
+
+// CPUScopeAgents names what CPUSeconds covers when agents sent the block.
+const CPUScopeAgents = "agents: the sum of every agent process's CPU over its block clock (getrusage RUSAGE_SELF in each; agents sharing one process each count all of it)"
 
 // CPUScopeClient names what CPUSeconds covers when the server is another process.
 const CPUScopeClient = "client process only (getrusage RUSAGE_SELF over the block clock; the server is a separate process)"
@@ -42,6 +46,15 @@ type Options struct {
 	MaxTPOTError time.Duration
 	// OnRecord is passed to the client (live progress).
 	OnRecord func(loadgen.Record)
+	// Agents, when set, sends the calibration block from these `rigor agent`
+	// processes (package agent) instead of this process, through the block step's
+	// fleet: the same comparison, of the records merged across agents. Listen is
+	// then where the simulator serves (default 127.0.0.1:0, which only agents on
+	// this machine reach). AgentLimits holds the agents; zero fields take the
+	// defaults.
+	Agents      []string
+	Listen      string
+	AgentLimits agent.Limits
 }
 
 func (o Options) withDefaults() Options {
@@ -75,6 +88,14 @@ func (o Options) Validate() error {
 	}
 	if o.MaxTTFTError < 0 || o.MaxTPOTError < 0 {
 		errs = append(errs, errors.New("max_ttft_error and max_tpot_error must be >= 0"))
+	}
+	for _, a := range o.Agents {
+		if _, err := agent.ParseURL(a); err != nil {
+			errs = append(errs, fmt.Errorf("agents: %w", err))
+		}
+	}
+	if len(o.Agents) > o.Concurrency {
+		errs = append(errs, fmt.Errorf("agents: %d agents for concurrency %d: each agent needs a connection", len(o.Agents), o.Concurrency))
 	}
 	return errors.Join(errs...)
 }
@@ -249,6 +270,8 @@ type Report struct {
 	Passed           bool    `json:"passed"`
 	Method           string  `json:"method"`
 	PercentileMethod string  `json:"percentile_method"`
+	// Agents, when agents sent the block: each agent's clock, CPU, lag and records.
+	Agents *agent.Report `json:"agents,omitempty"`
 }
 
 // Method describes, in calibration.json, how the figures were taken.
@@ -324,7 +347,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Report, error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	ts, err := ListenTruth("127.0.0.1:0", Schedule{TPOT: o.TPOT, FirstToken: o.FirstToken, MaxRunning: o.Concurrency})
+	addr := o.Listen
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ts, err := ListenTruth(addr, Schedule{TPOT: o.TPOT, FirstToken: o.FirstToken, MaxRunning: o.Concurrency})
 	if err != nil {
 		return nil, err
 	}
@@ -338,14 +365,28 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Report, error) {
 			user(r)
 		}
 	}
-	res, runErr := loadgen.Run(ctx, cfg, out)
+	var (
+		res    *loadgen.Result
+		agents *agent.Report
+		runErr error
+		scope  = CPUScopeProcess
+	)
+	if len(o.Agents) > 0 {
+		f := agent.Fleet{Agents: o.Agents, Limits: o.AgentLimits}
+		res, agents, runErr = f.Run(ctx, cfg, out)
+		scope = CPUScopeAgents
+	} else {
+		res, runErr = loadgen.Run(ctx, cfg, out)
+	}
 	if res == nil {
 		return nil, runErr
 	}
 	// The block clock's window only: prompt rendering, dialling and the pre-block
 	// collection are setup, not the cost of streaming.
 	cpu := time.Duration(res.BlockCPUS * float64(time.Second))
-	return NewReport(o, res, records, ts.Truth.Snapshot(), cpu, CPUScopeProcess), runErr
+	rep := NewReport(o, res, records, ts.Truth.Snapshot(), cpu, scope)
+	rep.Agents = agents
+	return rep, runErr
 }
 
 // ProcessCPU is the user plus system CPU time of this process so far.

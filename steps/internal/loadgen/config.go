@@ -128,6 +128,46 @@ type Config struct {
 	// OnStart, when set, is called once, right before the block clock starts and the
 	// first request goes out: everything before it (rendering, dialling) is setup.
 	OnStart func() `json:"-"`
+
+	// Slice, when set, runs one agent's share of the block (package agent): the
+	// requests whose index i has i mod Of == Index (open loop: those arrival times
+	// of the block's one schedule), over Slice.Connections(Concurrency) connections.
+	// Records keep the block's IDs, indices and concurrency, so the records of every
+	// slice together are the records one client would have written.
+	Slice *Slice `json:",omitempty"`
+	// StartAt, when set, is called once the prompts are rendered and the connections
+	// dialled, in place of starting at once: it blocks until the block may start and
+	// returns the instant, on this machine's wall clock, at which the block clock
+	// starts (its origin; Run waits for it). An error ends the run with nothing sent.
+	StartAt func() (time.Time, error) `json:"-"`
+}
+
+// Slice is one agent's share of a block: Index of Of (0 <= Index < Of).
+type Slice struct {
+	Index int
+	Of    int
+}
+
+// Connections is the slice's share of a block's concurrency: an even split, the
+// first concurrency mod Of slices taking one more, so the shares sum to it.
+func (s Slice) Connections(concurrency int) int {
+	n := concurrency / s.Of
+	if s.Index < concurrency%s.Of {
+		n++
+	}
+	return n
+}
+
+// Owns reports whether request index i belongs to the slice.
+func (s Slice) Owns(i int) bool { return i%s.Of == s.Index }
+
+// connections is how many connections this run opens: the block's concurrency, or
+// the slice's share of it.
+func (c Config) connections() int {
+	if c.Slice != nil {
+		return c.Slice.Connections(c.Concurrency)
+	}
+	return c.Concurrency
 }
 
 // CorpusID is the corpus the block sends: the workload's corpus setting in the block's
@@ -192,6 +232,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		bad("mode %q: want %q or %q", c.Mode, ModeClosed, ModeOpen)
+	}
+	if s := c.Slice; s != nil && (s.Of < 1 || s.Index < 0 || s.Index >= s.Of || s.Of > c.Concurrency || s.Of > c.Requests) {
+		bad("slice %d of %d: want 0 <= index < count <= concurrency %d and <= requests %d", s.Index, s.Of, c.Concurrency, c.Requests)
 	}
 	if c.IDPrefix == "" {
 		bad("id prefix is empty: request IDs must be deterministic and attributable")

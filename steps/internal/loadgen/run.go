@@ -54,20 +54,40 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 			offsets = offsets[:planned]
 		}
 	}
+	// A slice keeps its own requests of the block's one schedule: index holds their
+	// block indices, and everything below counts in positions of this run.
+	var index []int
+	if s := cfg.Slice; s != nil {
+		var mine []time.Duration
+		for i := range planned {
+			if s.Owns(i) {
+				index = append(index, i)
+				if offsets != nil {
+					mine = append(mine, offsets[i])
+				}
+			}
+		}
+		planned, offsets = len(index), mine
+	}
 	reqs := make([][]byte, planned)
-	for i := range reqs {
+	for j := range reqs {
+		i := j
+		if index != nil {
+			i = index[j]
+		}
 		b, err := cfg.renderRequest(i)
 		if err != nil {
 			return nil, fmt.Errorf("%w: request %d: %w", ErrConfig, i, err)
 		}
-		reqs[i] = b
+		reqs[j] = b
 	}
 
 	p, err := newPool(cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.warmUp(ctx, cfg.Concurrency); err != nil {
+	conns := cfg.connections()
+	if err := p.warmUp(ctx, conns); err != nil {
 		return nil, err
 	}
 	defer p.close()
@@ -81,12 +101,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		cfg:     cfg,
 		pool:    p,
 		reqs:    reqs,
+		index:   index,
 		out:     out,
 		records: make([]Record, len(reqs)),
 		filled:  make([]bool, len(reqs)),
 	}
 	// One worker state per connection, each with its buffers, made before the clock.
-	workers := make([]*worker, cfg.Concurrency)
+	workers := make([]*worker, conns)
 	for i := range workers {
 		workers[i] = newWorker(p.take())
 	}
@@ -96,13 +117,25 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		}
 	}()
 
+	var at time.Time
+	if cfg.StartAt != nil {
+		if at, err = cfg.StartAt(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.OnStart != nil {
 		cfg.OnStart()
 	}
 	// The block clock: one time.Now gives both the UTC anchor and the monotonic
-	// origin, so the anchor is exact at offset 0.
+	// origin, so the anchor is exact at offset 0. A given start moves both readings
+	// to that instant (at carries no monotonic reading: the shift is on the wall
+	// clock), and the run waits for it.
 	cpu0 := processCPU()
 	now := time.Now()
+	if !at.IsZero() {
+		now = now.Add(at.Sub(now))
+		time.Sleep(time.Until(now))
+	}
 	r.origin = now
 	anchors := &Anchors{Before: Anchor{UTC: now.UTC().Round(0), MonoMS: 0}}
 	blockCtx, cancel := context.WithCancel(ctx)
@@ -142,7 +175,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 
 	res := Summarize(r.records)
 	res.Concurrency = cfg.Concurrency
-	res.SlotSecondsPerRequest = SlotSecondsPerRequest(res.WallS, res.Requests, cfg.Concurrency)
+	res.SlotSecondsPerRequest = SlotSecondsPerRequest(res.WallS, res.Requests, conns)
 	res.Anchors = anchors
 	res.BlockCPUS = blockCPU.Seconds()
 	d := p.snapshot()
@@ -182,7 +215,8 @@ func arrivals(cfg Config) []time.Duration {
 type runner struct {
 	cfg      Config
 	pool     *pool
-	reqs     [][]byte // rendered requests
+	reqs     [][]byte // rendered requests, by position
+	index    []int    // a slice's block index of each position; nil: the position is the index
 	origin   time.Time
 	blockCtx context.Context
 
@@ -294,7 +328,12 @@ func (r *runner) cancelReason() string {
 	return "block cancelled"
 }
 
-func (r *runner) base(i int) Record {
+// base is the record of the request at position j, under its block index.
+func (r *runner) base(j int) Record {
+	i := j
+	if r.index != nil {
+		i = r.index[j]
+	}
 	return Record{
 		ID: r.cfg.RequestID(i), Index: i, Repetition: r.cfg.Repetition,
 		Concurrency: r.cfg.Concurrency, NominalContext: r.cfg.Workload.NominalContext,
