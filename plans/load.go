@@ -250,6 +250,7 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 	}
 	p.ev = ev
 	p.types = opts.StepTypes
+	diags = append(diags, p.checkDataValues()...)
 	diags = append(diags, p.expand(opts.StepTypes)...)
 	if diags.HasErrors() {
 		return diags

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
@@ -153,7 +154,7 @@ func gpuSource(host cty.Value, name, kind string) (gpu.Source, time.Duration, er
 		src, err := gpu.SimFor(name, c)
 		return src, interval, err
 	}
-	return nil, 0, fmt.Errorf("host %s: gpus = %q: want \"nvml\" or \"sim\"", name, kind)
+	return nil, 0, fmt.Errorf("host %s: gpus = %q: want one of %s", name, kind, strings.Join(gpu.Sources(), ", "))
 }
 
 // remoteDocker reports whether a Docker Engine URL names another machine.

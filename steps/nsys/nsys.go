@@ -34,7 +34,7 @@ var spec = hcldec.ObjectSpec{
 	"where":     &hcldec.AttrSpec{Name: "where", Type: cty.String},     // "host" or "container"
 	"container": &hcldec.AttrSpec{Name: "container", Type: cty.String}, // default: the target's container
 	"command":   &hcldec.AttrSpec{Name: "command", Type: cty.List(cty.String), Required: true},
-	"duration":  &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true},
+	"duration":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true}, Func: plans.PositiveDuration("duration", time.Second, "20s")},
 	"output":    &hcldec.AttrSpec{Name: "output", Type: cty.String},
 	"args":      &hcldec.AttrSpec{Name: "args", Type: cty.List(cty.String)}, // extra `nsys profile` options
 	"nsys":      &hcldec.AttrSpec{Name: "nsys", Type: cty.String},           // the nsys binary (default "nsys")

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/rigor-bench/rigor/plans"
 	"io"
 	"math/big"
 	"net/http"
@@ -31,9 +32,9 @@ var spec = hcldec.ObjectSpec{
 	"target":      &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
 	"url":         &hcldec.AttrSpec{Name: "url", Type: cty.String},
 	"method":      &hcldec.AttrSpec{Name: "method", Type: cty.String},
-	"duration":    &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true},
+	"duration":    &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true}, Func: plans.PositiveDuration("duration", 0, "1s")},
 	"ranks":       &hcldec.AttrSpec{Name: "ranks", Type: cty.List(cty.Number), Required: true},
-	"min_samples": &hcldec.AttrSpec{Name: "min_samples", Type: cty.Number},
+	"min_samples": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "min_samples", Type: cty.Number}, Func: plans.WholeAtLeast("min_samples", 1)},
 }
 
 var outputType = cty.Object(map[string]cty.Type{
