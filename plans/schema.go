@@ -268,12 +268,12 @@ type tEnum struct{ enum string }
 func (t tEnum) check(v cty.Value, _ hcl.Expression, voc *Vocabulary) *problem {
 	names := voc.Enums[t.enum]
 	if v.Type() != cty.String {
-		return typeProblem("Want a %s name (%s), got %s.", t.enum, orList(names), v.Type().FriendlyName())
+		return typeProblem("Want %s %s name (%s), got %s.", article(t.enum), t.enum, orList(names), v.Type().FriendlyName())
 	}
 	if names == nil || contains(names, v.AsString()) {
 		return nil
 	}
-	return valueProblem("%q is not a %s: want %s.%s", v.AsString(), t.enum, orList(names), didYouMean(v.AsString(), names))
+	return valueProblem("%q is not %s %s: want %s.%s", v.AsString(), article(t.enum), t.enum, orList(names), didYouMean(v.AsString(), names))
 }
 
 // tStrings is a list of strings, or of lists of strings when nested.
@@ -398,6 +398,14 @@ func objectKeyRange(expr hcl.Expression, key string) *hcl.Range {
 		}
 	}
 	return nil
+}
+
+// article is "an" before a vowel, else "a".
+func article(noun string) string {
+	if noun != "" && strings.ContainsRune("aeiouAEIOU", rune(noun[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func orList(names []string) string {
@@ -525,7 +533,12 @@ func (e *evaluator) checkData(d *DataBlock, ctx *hcl.EvalContext) hcl.Diagnostic
 	}
 	obj := kindObj.GetAttr(d.Name)
 	var diags hcl.Diagnostics
-	for _, name := range sortedAttrNames(d.Attrs) {
+	names := sortedAttrNames(d.Attrs)
+	// In source order, as the user reads the block.
+	sort.SliceStable(names, func(a, b int) bool {
+		return d.Attrs[names[a]].Range.Start.Byte < d.Attrs[names[b]].Range.Start.Byte
+	})
+	for _, name := range names {
 		if !obj.Type().IsObjectType() || !obj.Type().HasAttribute(name) {
 			continue
 		}

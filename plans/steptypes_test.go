@@ -41,10 +41,11 @@ func testStepTypes() plans.StepTypes {
 	return plans.StepTypes{
 		"block": readsData{specType{
 			spec: hcldec.ObjectSpec{
-				"target":       attr("target", cty.DynamicPseudoType, false),
-				"workload":     attr("workload", cty.DynamicPseudoType, false),
-				"concurrency":  attr("concurrency", cty.Number, false),
-				"requests":     attr("requests", cty.Number, false),
+				"target":   attr("target", cty.DynamicPseudoType, false),
+				"workload": attr("workload", cty.DynamicPseudoType, false),
+				// Range-checked as the real block step checks them.
+				"concurrency":  &hcldec.ValidateSpec{Wrapped: attr("concurrency", cty.Number, false), Func: plans.WholeAtLeast("concurrency", 1)},
+				"requests":     &hcldec.ValidateSpec{Wrapped: attr("requests", cty.Number, false), Func: plans.WholeAtLeast("requests", 1)},
 				"repetition":   attr("repetition", cty.Number, false),
 				"arm":          attr("arm", cty.String, false),
 				"cell":         attr("cell", cty.String, false),
