@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rigor-bench/rigor/plans"
-	"github.com/rigor-bench/rigor/steps/vocab"
 	"math"
 	"os"
 	"strings"
@@ -14,11 +12,13 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
 	"github.com/rigor-bench/rigor/steps/internal/promscrape"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
+	"github.com/rigor-bench/rigor/steps/vocab"
 	"github.com/zclconf/go-cty/cty"
 )
 
