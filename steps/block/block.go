@@ -157,7 +157,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 			interval = d
 		}
 	}
-	stopNative := sampleNative(sc.Path("native-samples.jsonl"), t, interval)
+	stopNative := sampleNative(sc.Path("native-samples.jsonl"), t, interval, sc.Redact)
 	var records []loadgen.Record
 	onRecord := lc.OnRecord
 	lc.OnRecord = func(r loadgen.Record) {
