@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rigor-bench/rigor/plans"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // badValues sets every attribute of every data block to a value that must fail,
@@ -157,5 +158,66 @@ func TestEveryDataAttributeIsChecked(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLateValueCheckedBeforeTheStep: a data value that is a step's output passes
+// validation (it is unknown then) and is checked by Instance.Evaluate once the
+// output exists, before the step that reads it starts, with the same diagnostic.
+func TestLateValueCheckedBeforeTheStep(t *testing.T) {
+	src := `campaign "c" {
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+step "freeze" "choice" {
+  values = { profile = "flarre" }
+}
+target "t" {
+  endpoint = "http://127.0.0.1:8000"
+  profile  = step.freeze.choice.values.profile
+}
+step "deploy" "t" {
+  target = target.t
+}
+`
+	path := filepath.Join(t.TempDir(), "c.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := mustLoad(t, path, plans.Options{})
+	deploy, ok := p.Instance("deploy.t")
+	if !ok {
+		t.Fatal("no instance deploy.t")
+	}
+	for name, profile := range map[string]string{"bad": "flarre", "good": "flare"} {
+		t.Run(name, func(t *testing.T) {
+			ctx, diags := p.Context(plans.Outputs{"freeze.choice": cty.ObjectVal(map[string]cty.Value{
+				"values": cty.ObjectVal(map[string]cty.Value{"profile": cty.StringVal(profile)}),
+			})})
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			_, diags = deploy.Evaluate(ctx)
+			errs := errorsOf(diags)
+			if name == "good" {
+				if len(errs) != 0 {
+					t.Fatalf("a valid late value was refused: %s", diags.Error())
+				}
+				return
+			}
+			if len(errs) != 1 {
+				t.Fatalf("want one error, got %s", diags.Error())
+			}
+			e := errs[0]
+			if e.Summary != "Invalid value" || !strings.Contains(e.Detail, `target "t", profile: "flarre" is not a simulator profile`) ||
+				!strings.Contains(e.Detail, `Did you mean "flare"?`) {
+				t.Errorf("got %q: %q", e.Summary, e.Detail)
+			}
+			if e.Subject == nil || e.Subject.Start.Line != 12 || e.Subject.Start.Column != 14 {
+				t.Errorf("diagnostic at %v, want c.hcl line 12 col 14 (the value)", e.Subject)
+			}
+		})
 	}
 }
