@@ -30,6 +30,10 @@
 //   - Output is deterministic: instances keep declaration order, maps are sorted.
 //   - Meta-arguments are written once, as meta-arguments; a step type whose schema
 //     names one (the block's phase) receives its value in its configuration too.
+//   - count = N repeats a step (each for_each key) as instances KEY/1..KEY/N (1..N
+//     without for_each), in that order; sequential = true makes each instance start
+//     after the one before it, whatever its outcome (an After edge, never a
+//     dependency). Both are known at plan time.
 //
 // Out of scope: running anything. The engine executes instances; step types supply
 // their own configuration schemas through the StepType interface.

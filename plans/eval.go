@@ -309,7 +309,7 @@ func (e *evaluator) instanceObject(valueOf func(*Instance) cty.Value) cty.Value 
 	}
 	// Keyed steps with no instances (an empty for_each) are still valid references.
 	for _, s := range e.plan.Steps {
-		if s.ForEach != nil {
+		if s.Keyed() {
 			if _, ok := byType[s.Type][s.Name]; !ok {
 				add(s.Type, s.Name, cty.EmptyObjectVal)
 			}

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 	"strings"
 
@@ -42,6 +43,7 @@ type Instance struct {
 	source     map[string]string // what unknown values hide; see sourceDigester
 	each       cty.Value         // each.value of a for_each instance (cty.NilVal otherwise)
 	during     hcl.Expression    // the during meta-argument, resolved by resolveDuring
+	seqPrev    string            // the sibling a sequential step's instance starts after
 	evalConfig func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 	ev         *evaluator
 	data       []*DataBlock // the data blocks the instance reads, checked by Evaluate
@@ -221,8 +223,32 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		}
 		return inst
 	}
+	count, sequential, d := p.decodeRepeat(s, ctx0)
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return nil, diags
+	}
 	if s.ForEach == nil {
-		return []*Instance{mk("", false, cty.NilVal)}, diags
+		if count == 0 {
+			return []*Instance{mk("", false, cty.NilVal)}, diags
+		}
+		var insts []*Instance
+		for n := 1; n <= count; n++ {
+			insts = append(insts, mk(fmt.Sprint(n), true, cty.NumberIntVal(int64(n))))
+		}
+		return chain(insts, sequential), diags
+	}
+	// With count, each for_each key stands for count instances KEY/1..KEY/N, in
+	// that order, and each.value is the key's value in all of them.
+	keyed := func(key string, each cty.Value) []*Instance {
+		if count == 0 {
+			return []*Instance{mk(key, true, each)}
+		}
+		out := make([]*Instance, 0, count)
+		for n := 1; n <= count; n++ {
+			out = append(out, mk(fmt.Sprintf("%s/%d", key, n), true, each))
+		}
+		return out
 	}
 	fe, d := s.ForEach.Value(ctx0)
 	diags = append(diags, d...)
@@ -267,7 +293,7 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 			if sensitiveKeys[k] {
 				v = v.Mark(Sensitive)
 			}
-			insts = append(insts, mk(k, true, v))
+			insts = append(insts, keyed(k, v)...)
 		}
 	case fe.Type().IsSetType() || fe.Type().IsListType() || fe.Type().IsTupleType():
 		var keys []string
@@ -283,13 +309,68 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 			if i > 0 && keys[i-1] == k {
 				return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument", "for_each has the key %q twice; keys name instances and must be unique.", k))
 			}
-			insts = append(insts, mk(k, true, cty.StringVal(k)))
+			insts = append(insts, keyed(k, cty.StringVal(k))...)
 		}
 	default:
 		return nil, append(diags, errorAt(s.ForEach.Range(), "Invalid for_each argument",
 			"for_each must be a map, an object, or a set of strings; got %s.", fe.Type().FriendlyName()))
 	}
-	return insts, diags
+	return chain(insts, sequential), diags
+}
+
+// chain makes each instance start after the one before it when the step is
+// sequential (wireDependencies turns seqPrev into an After edge: a sibling that
+// failed under on_failure = "continue" does not block the next one).
+func chain(insts []*Instance, sequential bool) []*Instance {
+	if sequential {
+		for i := 1; i < len(insts); i++ {
+			insts[i].seqPrev = insts[i-1].Addr
+		}
+	}
+	return insts
+}
+
+// decodeRepeat evaluates count and sequential, which shape the expansion and so
+// must be known before any step runs. count is 0 when the step has none.
+func (p *Plan) decodeRepeat(s *StepBlock, ctx0 *hcl.EvalContext) (int, bool, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	count := 0
+	if s.Count != nil {
+		v, d := s.Count.Value(ctx0)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return 0, false, diags
+		}
+		v, _ = v.UnmarkDeep()
+		ok := v.IsWhollyKnown() && !v.IsNull() && v.Type() == cty.Number
+		if ok {
+			n, acc := v.AsBigFloat().Int64()
+			ok = acc == big.Exact && n >= 1 && n <= maxCount
+			count = int(n)
+		}
+		if !ok {
+			return 0, false, append(diags, errorAt(s.Count.Range(), "Invalid count",
+				"count must be a whole number from 1 to %d known at plan time; it says how many instances of %s to run (each for_each key times count).", maxCount, s.ID()))
+		}
+	}
+	sequential := false
+	if s.Sequential != nil {
+		v, d := s.Sequential.Value(ctx0)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return 0, false, diags
+		}
+		v, _ = v.Unmark()
+		if v.Type() != cty.Bool || v.IsNull() || !v.IsKnown() {
+			return 0, false, append(diags, errorAt(s.Sequential.Range(), "Incorrect attribute value type", "sequential must be true or false, known at plan time."))
+		}
+		sequential = v.True()
+		if sequential && !s.Keyed() {
+			return 0, false, append(diags, errorAt(s.Sequential.Range(), "Invalid sequential",
+				"sequential orders the instances of a step with for_each or count, each after the one before it; %s has one instance. Add count or for_each, or remove sequential.", s.ID()))
+		}
+	}
+	return count, sequential, diags
 }
 
 // withAttr sets one attribute of a decoded configuration object. A step type whose
@@ -702,6 +783,12 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 		}
 		if deps[inst] == nil {
 			deps[inst] = map[string]bool{}
+		}
+		if inst.seqPrev != "" {
+			if after[inst] == nil {
+				after[inst] = map[string]bool{}
+			}
+			after[inst][inst.seqPrev] = true
 		}
 	}
 	// Arms run in declared order: setup steps of an arm start after every block of

@@ -24,8 +24,8 @@ func laneCampaign(tb testing.TB, size int) (string, int, int) {
 	b.WriteString(`campaign "lanes" {
   description = "Generated: lanes of pilot, frozen counts, matrix and restore."
   outage {
-    budget  = "480h"
-    reserve = "1h"
+    budget  = "2000h"
+    reserve = "400h" # every lane's restore, 1 s each at most, fits
   }
 }
 

@@ -152,3 +152,30 @@ func TestDeepNestingInALargeFile(t *testing.T) {
 		t.Fatalf("want one \"Nesting too deep\" on line %d, got %s", line, diags.Error())
 	}
 }
+
+// A restore bound that exceeds the reserve names the first always-steps and counts
+// the rest: the diagnostic of a campaign with thousands of restores stays readable.
+func TestRestoreBoundDiagnosticIsShort(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("campaign \"c\" {\n  outage {\n    budget  = \"10h\"\n    reserve = \"1m\"\n  }\n}\n")
+	for i := range 40 {
+		fmt.Fprintf(&b, "step \"exec\" \"r%02d\" {\n  command = [\"true\"]\n  always  = true\n  timeout = \"10s\"\n}\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "c.hcl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, diags := plans.Load(path, plans.Options{StepTypes: testStepTypes(), Env: []string{}})
+	var got *hcl.Diagnostic
+	for _, d := range diags {
+		if d.Summary == "Restore bound exceeds the reserve" {
+			got = d
+		}
+	}
+	if got == nil {
+		t.Fatalf("no restore-bound diagnostic: %v", diags)
+	}
+	if !strings.Contains(got.Detail, "6m40s together (exec.r00 10s, exec.r01 10s, exec.r02 10s, exec.r03 10s, exec.r04 10s, exec.r05 10s, and 34 more)") || strings.Contains(got.Detail, "exec.r06") {
+		t.Fatalf("detail should list six and count the other 34: %s", got.Detail)
+	}
+}

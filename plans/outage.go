@@ -85,6 +85,11 @@ func (p *Plan) validateOutage() hcl.Diagnostics {
 				}
 			}
 		}
+		// A diagnostic is read on a terminal: name the first few, count the rest.
+		const listed = 6
+		if len(parts) > listed {
+			parts = append(parts[:listed], fmt.Sprintf("and %d more", len(parts)-listed))
+		}
 		diags = append(diags, errorAt(first.DeclRange, "Restore bound exceeds the reserve",
 			"The always-steps may take %s together (%s) but the outage reserve is %s: a restore that used its bound would overrun the budget. Lower their timeout or raise the reserve.", ab, strings.Join(parts, ", "), o.Reserve))
 	}

@@ -38,7 +38,7 @@ func (e *evaluator) resolve(tr hcl.Traversal, allowEach bool) (ref, *hcl.Diagnos
 	switch root {
 	case "each":
 		if !allowEach {
-			return ref{}, errorAt(rng, "Reference to \"each\" in context without for_each", "each.key and each.value exist only inside a step with for_each.")
+			return ref{}, errorAt(rng, "Reference to \"each\" in context without for_each", "each.key and each.value exist only inside a step with for_each or count.")
 		}
 		return ref{Entity: "each", Range: rng}, nil
 	case "var", "host", "target", "workload", "gate":
@@ -236,7 +236,7 @@ func (e *evaluator) collectRefs(id string) ([]ref, hcl.Diagnostics, map[int]bool
 				// A relation, not a dependency: resolved once every instance exists
 				// (resolveDuring).
 			case metaCondition:
-				r, d := e.exprRefs(x.ForEach != nil, x.MetaAttrs[name].Expr)
+				r, d := e.exprRefs(x.Keyed(), x.MetaAttrs[name].Expr)
 				diags = append(diags, d...)
 				for _, one := range r {
 					condition[len(refs)] = true
@@ -246,10 +246,10 @@ func (e *evaluator) collectRefs(id string) ([]ref, hcl.Diagnostics, map[int]bool
 				exprs = append(exprs, x.MetaAttrs[name].Expr)
 			}
 		}
-		r, d := e.exprRefs(x.ForEach != nil, exprs...)
+		r, d := e.exprRefs(x.Keyed(), exprs...)
 		diags = append(diags, d...)
 		refs = append(refs, r...)
-		r, d = e.traversalRefs(hcldec.Variables(x.Body, x.StepType.Spec()), x.ForEach != nil)
+		r, d = e.traversalRefs(hcldec.Variables(x.Body, x.StepType.Spec()), x.Keyed())
 		diags = append(diags, d...)
 		return append(refs, r...), diags, condition
 	case *Matrix:

@@ -52,6 +52,7 @@ const (
 	CheckIdentityHeader = "identity_header" // a header name, or ""
 	CheckSize           = "size"            // a byte size such as "8GiB"
 	CheckDocker         = "docker"          // a Docker Engine URL
+	CheckDCGM           = "dcgm_endpoint"   // a dcgm-exporter metrics URL
 )
 
 // EnumNames and CheckNames list every enumeration and format the schemas use, so a
@@ -62,7 +63,7 @@ func EnumNames() []string {
 
 // CheckNames lists every value format the schemas hand to a consumer's parser.
 func CheckNames() []string {
-	return []string{CheckCacheReset, CheckDocker, CheckFaults, CheckIdentityHeader, CheckSize}
+	return []string{CheckCacheReset, CheckDCGM, CheckDocker, CheckFaults, CheckIdentityHeader, CheckSize}
 }
 
 // merge adds o's names and checks to v.

@@ -22,7 +22,8 @@ var badValues = map[string]map[string]struct {
 }{
 	"host": {
 		"docker":                {`"docker.sock"`, "Invalid value", `docker host "docker.sock"`},
-		"gpus":                  {`"simm"`, "Invalid value", `"simm" is not a GPU source: want "nvml" or "sim". Did you mean "sim"?`},
+		"dcgm_endpoint":         {`"10.0.0.5:9400"`, "Invalid value", `want the exporter's metrics URL`},
+		"gpus":                  {`"simm"`, "Invalid value", `"simm" is not a GPU source: want "dcgm", "nvml" or "sim". Did you mean "sim"?`},
 		"runtime":               {`"podman"`, "Invalid value", `"podman" is not a runtime: want "docker" or "sim".`},
 		"sim_gpus":              {`0`, "Invalid value", "0 is out of range: want a whole number >= 1."},
 		"sim_power_limit_watts": {`"300W"`, "Incorrect attribute value type", `Want a number greater than 0, got string "300W".`},

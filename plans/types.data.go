@@ -27,6 +27,8 @@ var dataSchemas = map[string]*dataSchema{
 	blockHost: newDataSchema(nil,
 		dataAttr{"docker", tString{format: CheckDocker, example: "unix:///var/run/docker.sock"}}, // "" means DOCKER_HOST
 		dataAttr{"gpus", tEnum{EnumGPUSource}},
+		// gpus = "dcgm": the node's dcgm-exporter metrics URL
+		dataAttr{"dcgm_endpoint", tString{format: CheckDCGM, example: "http://10.0.0.5:9400/metrics"}},
 		dataAttr{"runtime", tEnum{EnumRuntime}},
 		dataAttr{"sim_gpus", wholeAtLeast(1)},
 		dataAttr{"sim_power_limit_watts", above(0)},

@@ -31,14 +31,23 @@ const (
 	metaDuring             = "during"
 	metaStartAfter         = "start_after"
 	metaStartAfterRequests = "start_after_requests"
+	// count repeats a step (each for_each instance) N times; sequential makes each
+	// instance of the step start after the one before it, in instance order. With
+	// both, three short captures per concurrency, each under its own block, take
+	// one step block each.
+	metaCount      = "count"
+	metaSequential = "sequential"
 )
+
+// maxCount bounds count so that a typo is a diagnostic, not an hour of expansion.
+const maxCount = 1000
 
 var metaSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: metaDependsOn}, {Name: metaForEach}, {Name: metaTimeout}, {Name: metaUses},
 		{Name: metaAlways}, {Name: metaPhase}, {Name: metaOnFailure}, {Name: metaOutage},
 		{Name: metaRerunSafe}, {Name: metaCondition}, {Name: metaDuring}, {Name: metaStartAfter},
-		{Name: metaStartAfterRequests},
+		{Name: metaStartAfterRequests}, {Name: metaCount}, {Name: metaSequential},
 	},
 }
 
@@ -90,10 +99,16 @@ type StepBlock struct {
 	DeclRange  hcl.Range
 	SrcRange   hcl.Range
 	ForEach    hcl.Expression
+	Count      hcl.Expression // nil: one instance per for_each key (or one)
+	Sequential hcl.Expression
 	MetaAttrs  hcl.Attributes
 	Body       hcl.Body // the type-specific remainder, decoded with the type's Spec
 	StepType   StepType
 }
+
+// Keyed says the step's instances have keys (for_each or count), so each.key and
+// each.value exist in its body.
+func (s *StepBlock) Keyed() bool { return s.ForEach != nil || s.Count != nil }
 
 // ID is how references name the block: step.TYPE.NAME.
 func (s *StepBlock) ID() string { return "step." + s.Type + "." + s.Name }
@@ -114,6 +129,12 @@ func decodeStepBlock(b *hcl.Block, types StepTypes, order int) (*StepBlock, hcl.
 	s.ForEach = nil
 	if a, ok := content.Attributes[metaForEach]; ok {
 		s.ForEach = a.Expr
+	}
+	if a, ok := content.Attributes[metaCount]; ok {
+		s.Count = a.Expr
+	}
+	if a, ok := content.Attributes[metaSequential]; ok {
+		s.Sequential = a.Expr
 	}
 	s.Body = remain
 	// Decode once with no context just to report schema problems (unknown or missing

@@ -31,7 +31,10 @@ var commandExamples = map[string]string{
       --dataset-name random --random-input-len 1024 --random-output-len 128 --ignore-eos --out runs/rates`,
 	"rigor calibrate": `  rigor calibrate --concurrency 16 --tokens 64`,
 	"rigor gpus": `  rigor gpus
+  rigor gpus --host-kind dcgm --dcgm-endpoint http://10.0.0.5:9400/metrics   # a node's dcgm-exporter
   rigor gpus --host-kind sim --sim-gpus 2`,
+	"rigor sim dcgm": `  rigor sim dcgm --listen 127.0.0.1:9400 --gpus 8 --power-limit-watts 700
+  rigor gpus --host-kind dcgm --dcgm-endpoint http://127.0.0.1:9400/metrics`,
 	"rigor fmt": `  rigor fmt examples/quickstart/campaign.hcl
   rigor fmt --check examples/   # non-zero if a file is not in canonical style`,
 	"rigor sim": `  rigor sim serve --profile incumbent --listen 127.0.0.1:18080`,

@@ -15,6 +15,7 @@ func init() { extraCommands = append(extraCommands, newGPUsCmd) }
 // gpusArgs are the parsed arguments of `rigor gpus`.
 type gpusArgs struct {
 	kind      string
+	dcgm      string
 	simGPUs   int
 	simLimitW float64
 	json      bool
@@ -24,13 +25,16 @@ func newGPUsCmd(g *globals) *cobra.Command {
 	var a gpusArgs
 	cmd := &cobra.Command{
 		Use:   "gpus",
-		Short: "Show the GPUs a host with gpus = \"nvml\" (or \"sim\") would observe: identity, limits, power, clocks",
+		Short: "Show the GPUs a host with gpus = \"nvml\" (or \"dcgm\", \"sim\") would observe: identity, limits, power, clocks",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.kind != "nvml" && a.kind != "sim" {
-				return &exitError{code: 2, msg: fmt.Sprintf("--host-kind %q: want nvml or sim", a.kind)}
+			if a.kind != "nvml" && a.kind != "dcgm" && a.kind != "sim" {
+				return &exitError{code: 2, msg: fmt.Sprintf("--host-kind %q: want nvml, dcgm or sim", a.kind)}
 			}
-			devs, err := steps.ReadGPUs(a.kind, a.simGPUs, a.simLimitW)
+			if (a.kind == "dcgm") != (a.dcgm != "") {
+				return &exitError{code: 2, msg: "--dcgm-endpoint goes with --host-kind dcgm, and --host-kind dcgm needs it"}
+			}
+			devs, err := steps.ReadGPUs(steps.GPUQuery{Kind: a.kind, DCGMEndpoint: a.dcgm, SimDevices: a.simGPUs, SimLimitW: a.simLimitW})
 			if err != nil {
 				msg := err.Error()
 				if a.kind == "nvml" {
@@ -44,7 +48,8 @@ func newGPUsCmd(g *globals) *cobra.Command {
 			return gpusTable(g.stdout, a.kind, devs)
 		},
 	}
-	cmd.Flags().StringVar(&a.kind, "host-kind", "nvml", "where the GPUs come from: nvml (this machine) or sim")
+	cmd.Flags().StringVar(&a.kind, "host-kind", "nvml", "where the GPUs come from: nvml (this machine), dcgm (a node's dcgm-exporter) or sim")
+	cmd.Flags().StringVar(&a.dcgm, "dcgm-endpoint", "", "the dcgm-exporter metrics `URL` (with --host-kind dcgm)")
 	cmd.Flags().IntVar(&a.simGPUs, "sim-gpus", 2, "simulated GPUs (with --host-kind sim)")
 	cmd.Flags().Float64Var(&a.simLimitW, "sim-power-limit-watts", 300, "power limit of the simulated GPUs (with --host-kind sim)")
 	cmd.Flags().BoolVar(&a.json, "json", false, "print JSON instead of a table")

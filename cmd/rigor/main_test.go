@@ -72,6 +72,7 @@ func TestScripts(t *testing.T) {
 				}
 			})
 			env.Setenv("WAVE1", filepath.Join(root, "examples", "flare-wave1"))
+			env.Setenv("DIAGNOSTICS", filepath.Join(root, "examples", "diagnostics"))
 			return nil
 		},
 	})

@@ -16,7 +16,7 @@ import (
 
 func newSimCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sim", Short: "The built-in OpenAI-compatible serving simulator and its container runtime"}
-	cmd.AddCommand(newSimServeCmd(g), newSimPsCmd(g), newSimStopCmd(g))
+	cmd.AddCommand(newSimServeCmd(g), newSimPsCmd(g), newSimStopCmd(g), newSimDCGMCmd(g))
 	return cmd
 }
 

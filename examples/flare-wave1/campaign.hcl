@@ -43,7 +43,7 @@ variable "block_seconds" {
 variable "trace_window" {
   type        = string
   default     = "100ms"
-  description = "Scheduler capture window: 1s on real hosts (seed 001); at time_scale 0.02, 100 ms of wall clock covers 5 s of modelled serving, more than the trace buffer holds in 1 s."
+  description = "Scheduler and Nsight capture window: 1s on real hosts (seed 001); at time_scale 0.02, 100 ms of wall clock covers 5 s of modelled serving, more than the trace buffer holds in 1 s."
 }
 
 variable "api_key" {
@@ -103,6 +103,20 @@ target "flare_instrumented" {
 workload "capacity" {
   corpus           = "synthetic-summary"
   corpus_seed      = 4342
+  nominal_context  = 10240
+  max_tokens       = 2048
+  temperature      = 1
+  top_p            = 0.95
+  seed             = 42
+  reasoning_effort = "max"
+  prefixes         = "unique"
+}
+
+# 6-7. The diagnostic blocks' own corpus: the capacity settings, another seed, so no
+# capture ever runs during a clean block or shares its prompts.
+workload "diagnostic" {
+  corpus           = "synthetic-summary"
+  corpus_seed      = 5342
   nominal_context  = 10240
   max_tokens       = 2048
   temperature      = 1
@@ -214,39 +228,140 @@ step "deploy" "flare_instrumented" {
   timeout = "5m"
 }
 
-# 6. A bounded 1 s scheduler capture under load: declared before the primary
-# matrix and using no GPU resource of its own, it starts with the first instrumented
-# block and overlaps it; both ranks must be present.
-step "trace" "under_load" {
-  target     = target.flare_instrumented
-  duration   = var.trace_window
-  ranks      = [0, 1]
-  uses       = ["trace"]
-  timeout    = "1m"
-  phase      = "diagnostic"
-  depends_on = [step.deploy.flare_instrumented]
-  on_failure = "continue"
+# 6. Live instrumentation qualification, separate from clean throughput: after the
+# instrumented arm's clean blocks, diagnostic blocks on their own corpus (half a
+# frozen count each) carry the captures, and each capture names the block it runs
+# during, so "under load" is a relation the engine checks (overlap.json), never a
+# coincidence of timing. First one bounded capture under warmed load: a C4 block sends
+# the corpus, the next is served from it and the capture runs during it; both ranks
+# must be present.
+step "block" "diag_warmup" {
+  target      = target.flare_instrumented
+  workload    = workload.diagnostic
+  concurrency = 4
+  requests    = ceil_multiple(step.freeze.counts.values["c4"] / 2, 4)
+  reset_cache = true
+  gates       = [gate.before_block]
+  phase       = "diagnostic"
+  timeout     = "600s"
+  uses        = ["gpu"]
+  depends_on  = [step.block.primary["flare_instrumented/c4/r3"]]
 }
 
-# 7. Nsight Systems after the instrumented arm's unprofiled blocks, before the
-# incumbent comes back; absent here, it is recorded as tool_missing without
+step "block" "diag_warmed" {
+  target      = target.flare_instrumented
+  workload    = workload.diagnostic
+  concurrency = 4
+  requests    = ceil_multiple(step.freeze.counts.values["c4"] / 2, 4)
+  primed      = true
+  gates       = [gate.before_block]
+  phase       = "diagnostic"
+  timeout     = "600s"
+  uses        = ["gpu"]
+  depends_on  = [step.block.diag_warmup]
+}
+
+step "trace" "under_load" {
+  target               = target.flare_instrumented
+  duration             = var.trace_window
+  ranks                = [0, 1]
+  uses                 = ["trace"]
+  timeout              = "1m"
+  phase                = "diagnostic"
+  during               = step.block.diag_warmed
+  start_after_requests = 4
+  on_failure           = "continue"
+}
+
+# Then three short captures per C1/C4, each under its own block (from an empty cache),
+# in order: count repeats each concurrency (keys c1/1 .. c4/3, each.value the
+# concurrency) and sequential chains them.
+step "block" "diag" {
+  for_each    = { c1 = 1, c4 = 4 }
+  count       = 3
+  sequential  = true
+  target      = target.flare_instrumented
+  workload    = workload.diagnostic
+  concurrency = each.value
+  requests    = ceil_multiple(step.freeze.counts.values["c${each.value}"] / 2, each.value)
+  reset_cache = true
+  gates       = [gate.before_block]
+  phase       = "diagnostic"
+  timeout     = "600s"
+  uses        = ["gpu"]
+  depends_on  = [step.block.diag_warmed]
+}
+
+step "trace" "short" {
+  for_each             = { c1 = 1, c4 = 4 }
+  count                = 3
+  sequential           = true
+  target               = target.flare_instrumented
+  duration             = var.trace_window
+  ranks                = [0, 1]
+  uses                 = ["trace"]
+  timeout              = "1m"
+  phase                = "diagnostic"
+  during               = step.block.diag[each.key]
+  start_after_requests = each.value
+  on_failure           = "continue"
+}
+
+# 7. Nsight Systems over a C4 diagnostic block, with its unprofiled control (same
+# target, corpus and concurrency, adjacent in time) named for the report's
+# observer-overhead comparison. On the simulator the capture is the server's own
+# (where = "simulator", labelled simulated); on a real host set where = "container"
+# (or "host") and the command nsys profiles. A failed capture is recorded without
 # stopping the wave.
+step "block" "nsys_control" {
+  target      = target.flare_instrumented
+  workload    = workload.diagnostic
+  concurrency = 4
+  requests    = ceil_multiple(step.freeze.counts.values["c4"] / 2, 4)
+  reset_cache = true
+  gates       = [gate.before_block]
+  phase       = "diagnostic"
+  timeout     = "600s"
+  uses        = ["gpu"]
+  depends_on  = [step.block.diag]
+}
+
+step "block" "nsys_profiled" {
+  target      = target.flare_instrumented
+  workload    = workload.diagnostic
+  concurrency = 4
+  requests    = ceil_multiple(step.freeze.counts.values["c4"] / 2, 4)
+  reset_cache = true
+  gates       = [gate.before_block]
+  phase       = "diagnostic"
+  timeout     = "600s"
+  uses        = ["gpu"]
+  depends_on  = [step.block.nsys_control]
+}
+
 step "nsys" "timeline" {
-  target     = target.flare_instrumented
-  where      = "host"
-  command    = ["sleep", "1"]
-  duration   = "2s"
-  timeout    = "2m"
-  phase      = "diagnostic"
-  uses       = ["gpu"]
-  depends_on = [step.block.primary["flare_instrumented/c4/r3"]]
-  on_failure = "continue"
+  target               = target.flare_instrumented
+  duration             = var.trace_window
+  timeout              = "2m"
+  phase                = "diagnostic"
+  uses                 = ["nsys"]
+  during               = step.block.nsys_profiled
+  start_after_requests = 4
+  control              = step.block.nsys_control
+  modules = {
+    moe       = ["W4A16FusedMoe"]
+    attention = ["^flash_"]
+    gemm      = ["gemm"]
+    nccl      = ["^nccl"]
+  }
+  rank_devices = [0, 1]
+  on_failure   = "continue"
 }
 
 step "deploy" "incumbent_after" {
   target     = target.incumbent
   timeout    = "5m"
-  depends_on = [step.nsys.timeline]
+  depends_on = [step.block.nsys_profiled, step.nsys.timeline]
 }
 
 # 5. The extended lanes run on the instrumented build after the primary matrix.

@@ -92,6 +92,9 @@ type blockResult struct {
 	Native *promscrape.Deltas `json:"native_counters"`
 	Names  promscrape.Names   `json:"native_names"`
 	Engine string             `json:"engine"`
+	// Model is the model name every request of the block sent, so a report can say
+	// what was compared without re-deriving it from a profile.
+	Model string `json:"model"`
 }
 
 // Run executes the block.
@@ -192,7 +195,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if after == nil {
 		after = gpuRes
 	}
-	br := blockResult{Result: result, Engine: t.Engine, Names: t.Native}
+	br := blockResult{Result: result, Engine: t.Engine, Model: lc.Model, Names: t.Native}
 	br.Native = nativeDeltas(sc, t, before.metrics)
 	br.Corpus = corpusInfo{Key: key, Workload: workloadName(cfg), ID: lc.CorpusID(), Requests: lc.Requests, SHA256: digest,
 		PinnedSHA256: sc.Pinned[key], RequestIDPrefix: lc.IDPrefix}

@@ -75,6 +75,7 @@ type blockSections struct {
 	}
 	NativeCounters *promscrape.Deltas `json:"native_counters"`
 	Engine         string
+	Model          string
 }
 
 // blockOpts shape a test block.

@@ -203,6 +203,11 @@ func TestSGLangTarget(t *testing.T) {
 		if r.block.Engine != "sglang" || r.block.NativeCounters == nil || len(r.block.NativeCounters.Missing) != 0 {
 			t.Fatalf("engine %q counters %+v", r.block.Engine, r.block.NativeCounters)
 		}
+		// The model the requests sent (the profile's served name; the simulator
+		// refuses any other) is recorded for the report's first screen.
+		if prof, _ := sim.LookupProfile("incumbent"); r.block.Model != prof.ServedModelName {
+			t.Errorf("result.json model %q, want %q", r.block.Model, prof.ServedModelName)
+		}
 	}
 	if prime.block.Cache.Start.State != block.StartReset || prime.block.Cache.Start.Reset.Path != "/flush_cache" {
 		t.Errorf("priming start %+v", prime.block.Cache.Start)

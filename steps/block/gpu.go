@@ -51,7 +51,7 @@ func startGPU(ctx context.Context, sc *engine.StepContext, cfg cty.Value, gates 
 	kind := target.Str(host, "gpus")
 	if kind == "" {
 		if len(specs) > 0 {
-			return gpuWatch{}, failed(engine.ClassConfig, "gate %s checks GPUs (power_limit_watts, gpu_count or driver) but host %q declares no gpus; set gpus = \"nvml\" or gpus = \"sim\" on the host", specs[0].Name, hostName)
+			return gpuWatch{}, failed(engine.ClassConfig, "gate %s checks GPUs (power_limit_watts, gpu_count or driver) but host %q declares no gpus; set gpus = \"nvml\", \"dcgm\" or \"sim\" on the host", specs[0].Name, hostName)
 		}
 		return gpuWatch{}, nil
 	}
@@ -153,6 +153,16 @@ func gpuSource(host cty.Value, name, kind string) (gpu.Source, time.Duration, er
 		}
 		src, err := gpu.SimFor(name, c)
 		return src, interval, err
+	case "dcgm":
+		raw := target.Str(host, "dcgm_endpoint")
+		if raw == "" {
+			return nil, 0, fmt.Errorf("host %s: gpus = \"dcgm\" needs dcgm_endpoint, the dcgm-exporter metrics URL of the node the targets run on (such as \"http://10.0.0.5:9400/metrics\")", name)
+		}
+		u, err := gpu.ParseDCGMURL(raw)
+		if err != nil {
+			return nil, 0, fmt.Errorf("host %s: %w", name, err)
+		}
+		return gpu.DCGM{URL: u}, interval, nil
 	}
 	return nil, 0, fmt.Errorf("host %s: gpus = %q: want one of %s", name, kind, strings.Join(gpu.Sources(), ", "))
 }

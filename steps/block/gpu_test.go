@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,11 +94,20 @@ func freeAddr(t *testing.T) string {
 // directory. Host names are unique per case: simulated GPUs are process-global.
 func blockEnd(t *testing.T, name, limit, gateW, extraHost string, requests int) (engine.Record, string) {
 	t.Helper()
+	return blockEndWith(t, name, limit, gateW, extraHost, requests, nil)
+}
+
+// blockEndWith is blockEnd with the campaign's source rewritten by edit first.
+func blockEndWith(t *testing.T, name, limit, gateW, extraHost string, requests int, edit func(string) string) (engine.Record, string) {
+	t.Helper()
 	// Simulated GPUs (and a drift injected into them) live as long as the process:
 	// a fresh host name per run keeps -count=N runs independent.
 	name = fmt.Sprintf("%s_%d", name, runSeq.Add(1))
 	dir := t.TempDir()
 	src := fmt.Sprintf(gpuCampaign, name, freeAddr(t), limit, gateW, extraHost, requests)
+	if edit != nil {
+		src = edit(src)
+	}
 	// The host name is the sim GPU key: make it unique per test case.
 	src = strings.ReplaceAll(src, `host "node"`, `host "node_`+name+`"`)
 	src = strings.ReplaceAll(src, `host.node`, `host.node_`+name)
@@ -215,5 +225,94 @@ func TestBlockPowerDrift(t *testing.T) {
 	sum, err := os.ReadFile(filepath.Join(dir, "gpu-summary.json"))
 	if err != nil || !strings.Contains(string(sum), `"to_w": 280`) {
 		t.Errorf("gpu-summary.json should record the change: %v\n%s", err, sum)
+	}
+}
+
+// dcgmHost turns the campaign's host into one whose GPUs a dcgm-exporter at url
+// reports: the sim sizing attributes go, since a dcgm host reads none of them.
+func dcgmHost(url string) func(string) string {
+	return func(src string) string {
+		var out []string
+		for _, line := range strings.Split(src, "\n") {
+			trim := strings.TrimSpace(line)
+			switch {
+			case strings.HasPrefix(trim, "sim_gpus"), strings.HasPrefix(trim, "sim_power_limit_watts"):
+				continue
+			case trim == `gpus    = "sim"`:
+				line = fmt.Sprintf("  gpus    = \"dcgm\"\n  dcgm_endpoint = %q", url)
+			}
+			out = append(out, line)
+		}
+		return strings.Join(out, "\n")
+	}
+}
+
+// simExporter serves simulated GPUs as dcgm-exporter does, over a real socket.
+func simExporter(t *testing.T, c steps.SimDCGMConfig) string {
+	t.Helper()
+	h, err := steps.SimDCGMHandler(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics"
+}
+
+// A host whose GPUs come from a dcgm-exporter is gated and sampled as an NVML host
+// is: the rows in gpu.jsonl are the exporter's devices, and a limit that differs
+// from the gate fails it with the same class and wording.
+func TestBlockSamplesDCGMGPUs(t *testing.T) {
+	node := fmt.Sprintf("dcgm-ok-%d", runSeq.Add(1))
+	url := simExporter(t, steps.SimDCGMConfig{Host: node, Devices: 2, PowerLimitW: 300})
+	rec, dir := blockEndWith(t, "dcgm_ok", "0", "300", "", 3, dcgmHost(url))
+	if rec.Status != engine.StatusSucceeded {
+		t.Fatalf("block %s (%s): %s", rec.Status, rec.Class, rec.Message)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "gpu.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"power_limit_w":300`); n < 4 {
+		t.Fatalf("want at least a first and last sample of both exporter GPUs at 300 W, got %d rows:\n%s", n, b)
+	}
+	devs, err := steps.ReadGPUs(steps.GPUQuery{Kind: "dcgm", DCGMEndpoint: url})
+	if err != nil || len(devs) != 2 {
+		t.Fatalf("reading the exporter: %v %+v", err, devs)
+	}
+	for _, d := range devs {
+		if !strings.Contains(string(b), fmt.Sprintf(`"uuid":%q`, d.UUID)) {
+			t.Fatalf("rows should carry the exporter's device %d (%s):\n%s", d.Index, d.UUID, b)
+		}
+	}
+
+	node = fmt.Sprintf("dcgm-gate-%d", runSeq.Add(1))
+	url = simExporter(t, steps.SimDCGMConfig{Host: node, Devices: 2, PowerLimitW: 250})
+	rec, _ = blockEndWith(t, "dcgm_gate", "0", "300", "", 3, dcgmHost(url))
+	if rec.Status != engine.StatusFailed || rec.Class != engine.ClassGate || !strings.Contains(rec.Message, "limit 250 W") {
+		t.Fatalf("block %s (%s): %s; want failed (gate) naming the exporter's 250 W", rec.Status, rec.Class, rec.Message)
+	}
+}
+
+// A limit that changes on the exporter's node during a block is power_drift, as
+// with NVML.
+func TestBlockDCGMPowerDrift(t *testing.T) {
+	node := fmt.Sprintf("dcgm-drift-%d", runSeq.Add(1))
+	url := simExporter(t, steps.SimDCGMConfig{Host: node, Devices: 2, PowerLimitW: 300, DriftAt: 400 * time.Millisecond, DriftW: 280})
+	rec, _ := blockEndWith(t, "dcgm_drift", "0", "300", "", 60, dcgmHost(url))
+	if rec.Status != engine.StatusFailed || rec.Class != engine.ClassPowerDrift || !strings.Contains(rec.Message, "300 W -> 280 W") {
+		t.Fatalf("block %s (%s): %s; want failed (power_drift) 300 W -> 280 W", rec.Status, rec.Class, rec.Message)
+	}
+}
+
+// An exporter that cannot be reached fails the block before it sends a request,
+// naming the URL.
+func TestBlockDCGMUnreachable(t *testing.T) {
+	rec, dir := blockEndWith(t, "dcgm_down", "0", "300", "", 3, dcgmHost("http://"+freeAddr(t)+"/metrics"))
+	if rec.Status != engine.StatusFailed || !strings.Contains(rec.Message, "DCGM exporter http://") || !strings.Contains(rec.Message, "unreachable") {
+		t.Fatalf("block %s (%s): %s; want a failure naming the exporter URL", rec.Status, rec.Class, rec.Message)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "requests.jsonl")); err == nil {
+		t.Error("a block whose GPUs could not be read sent requests")
 	}
 }

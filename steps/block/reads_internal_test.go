@@ -90,7 +90,7 @@ var readValues = map[string]map[string]cty.Value{
 var readElsewhere = map[string]map[string]string{
 	"target": {"preflight": "restore.preflightCommands; cmd/rigor testdata/script/lifecycle.txtar (a failing preflight fails the restore)"},
 	"host": {
-		"gpus": "gpuSource", "gpu_interval": "gpuSource", "sim_gpus": "gpuSource", "sim_power_limit_watts": "gpuSource",
+		"gpus": "gpuSource", "dcgm_endpoint": "gpuSource", "gpu_interval": "gpuSource", "sim_gpus": "gpuSource", "sim_power_limit_watts": "gpuSource",
 		"sim_power_drift_at": "gpuSource", "sim_power_drift_watts": "gpuSource; gpu_test.go",
 	},
 	"workload": {"api": "loadConfig (lc.API)"},

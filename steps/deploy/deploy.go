@@ -90,9 +90,10 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	}
 	info, err := h.Inspect(t.Container)
 	switch {
-	case err == nil && (info.Image != t.Image || info.Endpoint != "http://"+spec.Listen):
-		// A container of that name made from another image or serving another
-		// address is not this target: replace it rather than wait on the wrong port.
+	case err == nil && (info.Spec != spec.SHA256() || info.Endpoint != "http://"+spec.Listen):
+		// A container of that name made from another image, serving another address
+		// or configured otherwise (a time scale, a seed, faults) is not this target:
+		// replace it rather than measure a server the plan does not describe.
 		if err := h.Stop(info.ID); err != nil {
 			return engine.Failed(engine.ClassHealth, "stop stale container %s: %v", t.Container, err)
 		}

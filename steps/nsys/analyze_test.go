@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/rigor-bench/rigor/steps/nsys/nsystest"
+	"github.com/rigor-bench/rigor/steps/nsys/nsysdb"
 )
 
 const ms = int64(time.Millisecond)
@@ -17,20 +17,20 @@ const ms = int64(time.Millisecond)
 // tp2Fixture is two ranks (processes 100 and 200 on devices 0 and 1) running one
 // speculative frame each, a mixed frame on rank 0, a kernel from a CUDA graph outside
 // any range and a kernel whose launch record is missing. 60 ms of kernel time.
-func tp2Fixture() nsystest.Fixture {
+func tp2Fixture() nsysdb.Fixture {
 	g9 := int64(9)
 	const s = int64(1_000_000_000)
-	return nsystest.Fixture{
+	return nsysdb.Fixture{
 		Version:      "2026.1.1.204",
 		SessionStart: time.Date(2026, 10, 22, 3, 0, 0, 0, time.UTC),
 		Start:        s, Stop: 3 * s,
-		GPUs: []nsystest.GPU{{ID: 0, CudaID: 0, Name: "RTX PRO 6000 Blackwell Max-Q"}, {ID: 1, CudaID: 1, Name: "RTX PRO 6000 Blackwell Max-Q"}},
-		Ranges: []nsystest.Range{
+		GPUs: []nsysdb.GPU{{ID: 0, CudaID: 0, Name: "RTX PRO 6000 Blackwell Max-Q"}, {ID: 1, CudaID: 1, Name: "RTX PRO 6000 Blackwell Max-Q"}},
+		Ranges: []nsysdb.Range{
 			{Start: s + 100*ms, End: s + 130*ms, Pid: 100, Tid: 101, Text: "speculative 4x3"},
 			{Start: s + 200*ms, End: s + 250*ms, Pid: 100, Tid: 101, Text: "mixed 4x3+p2048", Registered: true},
 			{Start: s + 100*ms, End: s + 130*ms, Pid: 200, Tid: 201, Text: "speculative 4x3"},
 		},
-		Kernels: []nsystest.Kernel{
+		Kernels: []nsysdb.Kernel{
 			{Start: s + 101*ms, End: s + 111*ms, Device: 0, Name: "void b12x::W4A16FusedMoeKernel<128>(...)", Short: "W4A16FusedMoeKernel", Pid: 100, Tid: 101, LaunchAt: s + 100*ms + 500_000},
 			{Start: s + 111*ms, End: s + 115*ms, Device: 0, Name: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", Pid: 100, Tid: 101, LaunchAt: s + 100*ms + 600_000},
 			{Start: s + 101*ms + 500_000, End: s + 112*ms + 500_000, Device: 1, Name: "void b12x::W4A16FusedMoeKernel<128>(...)", Short: "W4A16FusedMoeKernel", Pid: 200, Tid: 201, LaunchAt: s + 100*ms + 500_000},
@@ -40,7 +40,7 @@ func tp2Fixture() nsystest.Fixture {
 			{Start: s + 500*ms, End: s + 503*ms, Device: 1, Name: "elementwise_kernel", Pid: 200, Tid: 201, LaunchAt: s + 490*ms, GraphID: &g9},
 			{Start: s + 600*ms, End: s + 606*ms, Device: 1, Name: "void b12x::W4A16FusedMoeKernel<128>(...)", Pid: 200, Tid: 201},
 		},
-		Diagnostics: []nsystest.Diagnostic{
+		Diagnostics: []nsysdb.Diagnostic{
 			{At: s, Severity: 1, Text: "Profiling started"},
 			{At: s + 1, Severity: 2, Text: "CPU context switch tracing not supported, disabling."},
 			{At: s + 2, Severity: 3, Text: "Some CUDA events were lost: buffer full"},
@@ -48,10 +48,10 @@ func tp2Fixture() nsystest.Fixture {
 	}
 }
 
-func writeFixture(t *testing.T, f nsystest.Fixture) string {
+func writeFixture(t *testing.T, f nsysdb.Fixture) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "profile.sqlite")
-	if err := nsystest.Write(path, f); err != nil {
+	if err := nsysdb.Write(path, f); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -112,7 +112,7 @@ func TestAnalyzeTP2Export(t *testing.T) {
 // What the export lacks is said, and attribution falls back to what remains.
 func TestAnalyzeMissingTables(t *testing.T) {
 	cases := map[string]struct {
-		change    func(*nsystest.Fixture)
+		change    func(*nsysdb.Fixture)
 		mapping   Mapping
 		note      string
 		graphs    []string // graph names, largest first
@@ -120,17 +120,17 @@ func TestAnalyzeMissingTables(t *testing.T) {
 		ambiguous int
 	}{
 		"no NVTX": {
-			change: func(f *nsystest.Fixture) { f.Omit = []string{"NVTX_EVENTS"} },
+			change: func(f *nsysdb.Fixture) { f.Omit = []string{"NVTX_EVENTS"} },
 			note:   "no NVTX_EVENTS table", graphs: []string{NoGraph, "CUDA graph 9"},
 			devices: []string{"device 0 (RTX PRO 6000 Blackwell Max-Q)", "device 1 (RTX PRO 6000 Blackwell Max-Q)"},
 		},
 		"no runtime records": {
-			change: func(f *nsystest.Fixture) { f.Omit = []string{"CUPTI_ACTIVITY_KIND_RUNTIME"} },
+			change: func(f *nsysdb.Fixture) { f.Omit = []string{"CUPTI_ACTIVITY_KIND_RUNTIME"} },
 			note:   "no CUPTI_ACTIVITY_KIND_RUNTIME table", graphs: []string{NoGraph, "CUDA graph 9"},
 			devices: []string{"device 0 (RTX PRO 6000 Blackwell Max-Q)", "device 1 (RTX PRO 6000 Blackwell Max-Q)"},
 		},
 		"old export without graphId, one rank declared": {
-			change: func(f *nsystest.Fixture) {
+			change: func(f *nsysdb.Fixture) {
 				f.NoGraphIDColumn = true
 				f.Omit = []string{"TARGET_INFO_CUDA_DEVICE", "TARGET_INFO_SESSION_START_TIME"}
 			},

@@ -2,6 +2,20 @@
 // duration, on the host or inside the target's container through `docker exec`,
 // exported to SQLite with `nsys export --type sqlite`.
 //
+// where chooses what runs: "container" (the default for a docker target), "host"
+// (the default without a target), or "simulator" (the default for a target with
+// runtime = "sim"). No CUDA runs on the simulator, so there the step asks the server
+// for its own capture (simulate.go, steps/internal/sim/kernels.go): the kernels of
+// the frames it ran for the requests it served during the window, seeded, written
+// as an export with nsys's own tables (nsysdb) and labelled as simulated in
+// capture.json ("simulated": true, "source"), in the export's version and in its one
+// warning. It keeps the simulator's answer as sim-profile.json; command, args, nsys,
+// docker, container and env would shape a launch that does not happen and are
+// refused (class "config"). where = "host" on a simulator target still runs nsys.
+// nsys profiles whole seconds (a duration of at least 1s); the simulator takes any
+// duration up to its trace limit (60 s), so at a small time scale a short window
+// stands for seconds of serving.
+//
 // Evidence kept in the attempt directory: the raw report (<output>.nsys-rep, or
 // .qdrep from old versions), the SQLite export (<output>.sqlite), capture.json (the
 // argv of both commands, where they ran, the requested duration and the capture
@@ -26,5 +40,7 @@
 //
 // Classes: nsys (or docker, in a container) missing is "tool_missing" with a message
 // that says what to install or set; a command that fails or leaves no report is
-// "exec". The step never retries.
+// "exec". On the simulator: a container not running before the capture is
+// "identity", a changed incarnation "restart", a failed or malformed answer
+// "instrumentation_incomplete". The step never retries.
 package nsys

@@ -18,6 +18,7 @@ import (
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/child"
+	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -31,10 +32,10 @@ var _ plans.PublicArguments = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"target":    &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType},
-	"where":     &hcldec.AttrSpec{Name: "where", Type: cty.String},     // "host" or "container"
-	"container": &hcldec.AttrSpec{Name: "container", Type: cty.String}, // default: the target's container
-	"command":   &hcldec.AttrSpec{Name: "command", Type: cty.List(cty.String), Required: true},
-	"duration":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true}, Func: plans.PositiveDuration("duration", time.Second, "20s")},
+	"where":     &hcldec.AttrSpec{Name: "where", Type: cty.String},             // "host", "container" or "simulator"
+	"container": &hcldec.AttrSpec{Name: "container", Type: cty.String},         // default: the target's container
+	"command":   &hcldec.AttrSpec{Name: "command", Type: cty.List(cty.String)}, // required unless where = "simulator"
+	"duration":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true}, Func: plans.PositiveDuration("duration", 0, "20s")},
 	"output":    &hcldec.AttrSpec{Name: "output", Type: cty.String},
 	"args":      &hcldec.AttrSpec{Name: "args", Type: cty.List(cty.String)}, // extra `nsys profile` options
 	"nsys":      &hcldec.AttrSpec{Name: "nsys", Type: cty.String},           // the nsys binary (default "nsys")
@@ -86,17 +87,17 @@ type plan struct {
 	output    string
 	env       []string // declared env, and DOCKER_HOST for the docker CLI
 	envKeys   []string // the names of the declared env, passed on by docker exec
+	target    *target.Target
 }
 
 func readPlan(sc *engine.StepContext) (plan, error) {
 	cfg := sc.Config
 	p := plan{where: target.Str(cfg, "where"), container: target.Str(cfg, "container"), nsys: target.Str(cfg, "nsys"),
 		docker: target.Str(cfg, "docker"), output: target.Str(cfg, "output")}
-	for _, v := range cfg.GetAttr("command").AsValueSlice() {
-		p.command = append(p.command, v.AsString())
-	}
-	if len(p.command) == 0 {
-		return p, fmt.Errorf("command is empty: name the profiled command, e.g. [\"python3\", \"bench.py\"]")
+	if v := cfg.GetAttr("command"); !v.IsNull() {
+		for _, x := range v.AsValueSlice() {
+			p.command = append(p.command, x.AsString())
+		}
 	}
 	if v := cfg.GetAttr("args"); !v.IsNull() {
 		for _, a := range v.AsValueSlice() {
@@ -104,8 +105,8 @@ func readPlan(sc *engine.StepContext) (plan, error) {
 		}
 	}
 	d, err := time.ParseDuration(target.Str(cfg, "duration"))
-	if err != nil || d < time.Second {
-		return p, fmt.Errorf("duration = %q: want a duration of at least 1s such as \"20s\"", target.Str(cfg, "duration"))
+	if err != nil || d <= 0 {
+		return p, fmt.Errorf("duration = %q: want a duration such as \"20s\"", target.Str(cfg, "duration"))
 	}
 	p.duration = d
 	if p.output == "" {
@@ -126,27 +127,54 @@ func readPlan(sc *engine.StepContext) (plan, error) {
 		if err != nil {
 			return p, err
 		}
+		p.target = &t
 		if p.container == "" {
 			p.container = t.Container
 		}
 		if h := tv.GetAttr("host"); !h.IsNull() && h.Type().IsObjectType() {
 			p.dockerEnv = target.Str(h, "docker")
 		}
-		if p.where == "" && t.Runtime == "docker" {
+		switch {
+		case p.where != "":
+		case t.Runtime == "docker":
 			p.where = "container"
+		case t.Runtime == "sim":
+			p.where = "simulator"
 		}
 	}
 	if p.where == "" {
 		p.where = "host"
 	}
 	switch p.where {
-	case "host":
-	case "container":
-		if p.container == "" {
+	case "host", "container":
+		// nsys takes whole seconds (--duration=N).
+		if p.duration < time.Second {
+			return p, fmt.Errorf("duration = %q: nsys profiles whole seconds; want at least 1s such as \"20s\"", target.Str(cfg, "duration"))
+		}
+		if len(p.command) == 0 {
+			return p, fmt.Errorf("command is empty: name the profiled command, e.g. [\"python3\", \"bench.py\"]")
+		}
+		if p.where == "container" && p.container == "" {
 			return p, fmt.Errorf("where = \"container\" needs a target with a container (or container = \"name\")")
 		}
+	case "simulator":
+		if p.target == nil || p.target.Runtime != "sim" {
+			return p, fmt.Errorf("where = \"simulator\" needs a target on a host with runtime = \"sim\": only rigor's simulator can profile itself")
+		}
+		// The simulator's capture takes any duration its trace window does: at a
+		// small time scale, a fraction of a second stands for seconds of serving.
+		if p.duration > sim.TraceMaxDuration {
+			return p, fmt.Errorf("duration = %q: the simulator captures at most %s", target.Str(cfg, "duration"), sim.TraceMaxDuration)
+		}
+		// The simulator profiles its own serving work: nothing is launched, so an
+		// argument that shapes a launch would be accepted and never read.
+		for _, name := range []string{"command", "args", "nsys", "docker", "container", "env"} {
+			if !cfg.GetAttr(name).IsNull() {
+				return p, fmt.Errorf("%s: a simulator target's Nsight capture launches nothing (the simulator profiles the requests it serves), so %s would never be read; remove it, or set where = \"host\" to run a real nsys", name, name)
+			}
+		}
 	default:
-		return p, fmt.Errorf("where = %q: want \"host\" or \"container\"", p.where)
+		return p, fmt.Errorf("where = %q: want \"host\", \"container\" or \"simulator\"", p.where)
 	}
 	env, err := child.Declared(cfg.GetAttr("env"))
 	if err != nil {
@@ -191,6 +219,9 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	p, err := readPlan(sc)
 	if err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
+	if p.where == "simulator" {
+		return p.simulate(ctx, sc)
 	}
 	// The tool that must exist here: nsys on the host, the docker CLI for a container.
 	tool := p.prefix()[0]
@@ -362,4 +393,11 @@ type captureRecord struct {
 	Warnings           int      `json:"warnings"`
 	// Control is the address of the unprofiled control block the plan names.
 	Control string `json:"control,omitempty"`
+	// Simulated: the export was built from a rigor-sim server's own frames
+	// (simulate.go), not by nsys; Source names the simulator and its profile.
+	Simulated         bool   `json:"simulated,omitempty"`
+	Source            string `json:"source,omitempty"`
+	Frames            int    `json:"frames,omitempty"`
+	RequestsCompleted int64  `json:"requests_completed,omitempty"`
+	Incarnation       string `json:"incarnation,omitempty"`
 }

@@ -29,6 +29,8 @@ import (
 //     squashed, and inside the page's width;
 //   - the page logs nothing to the console (the report has no scripts, so any
 //     message is an error: a bad data URI, a blocked resource);
+//   - every in-page link (the GPU summary's link to its full table) finds its
+//     section, and the first details heading starts inside the first 900 px;
 //   - a screenshot at 1280×2000 is that size, shows more than a blank page, and the
 //     page's own height is a sane one; the PDF is a real PDF.
 //
@@ -52,7 +54,10 @@ document.getElementById('f').onload = function () {
     tables: d.querySelectorAll('table').length, rows: d.querySelectorAll('table tbody tr').length,
     h2: d.querySelectorAll('h2').length, figures: d.querySelectorAll('figure.chart').length,
     emptyTH: emptyTH, images: imgs, width: width, scrollHeight: d.documentElement.scrollHeight,
-    markup: (d.body.innerText.match(/.{0,40}(\*\*|\x60).{0,40}/g) || [])}));
+    markup: (d.body.innerText.match(/.{0,40}(\*\*|\x60).{0,40}/g) || []),
+    links: d.querySelectorAll('a[href^="#"]').length,
+    brokenLinks: Array.prototype.filter.call(d.querySelectorAll('a[href^="#"]'), function (a) { return !d.getElementById(a.getAttribute('href').slice(1)); }).map(function (a) { return a.getAttribute('href'); }),
+    firstH2Top: d.querySelector('h2').getBoundingClientRect().top}));
 };
 </script></body></html>`
 
@@ -66,6 +71,11 @@ type probeResult struct {
 	Width, ScrollHeight float64
 	// Markup is text around any ** or ` the reader sees: Markdown shown literally.
 	Markup []string
+	// Links to sections of the page, those whose section is missing, and where the
+	// first details heading starts (the first screen ends there).
+	Links       int
+	BrokenLinks []string
+	FirstH2Top  float64
 }
 
 func TestReportRendersInChromium(t *testing.T) {
@@ -153,6 +163,18 @@ func checkInChromium(t *testing.T, bin, state string) {
 	if got.Tables != want.Tables || got.Rows != want.Rows || got.H2 != want.H2 || got.Figures != want.Figures {
 		t.Errorf("the browser found %d tables, %d body rows, %d headings, %d chart figures; the HTML has %d, %d, %d, %d",
 			got.Tables, got.Rows, got.H2, got.Figures, want.Tables, want.Rows, want.H2, want.Figures)
+	}
+	for _, h := range got.BrokenLinks {
+		t.Errorf("the link to %s leads nowhere on the page", h)
+	}
+	if wantLinks := strings.Count(src, `<a href="#`); got.Links != wantLinks || wantLinks == 0 {
+		t.Errorf("the browser found %d in-page links; the HTML has %d", got.Links, wantLinks)
+	}
+	// What was compared, the verdict and the figures that decided it fit in the
+	// probe's 1200×900 frame: the first details heading starts on the first screen.
+	t.Logf("%s: the first details heading starts %.0f px down", state, got.FirstH2Top)
+	if got.FirstH2Top <= 0 || got.FirstH2Top > 900 {
+		t.Errorf("the first details heading starts %.0f px down: the first screen does not fit a 900 px window", got.FirstH2Top)
 	}
 	for _, x := range got.Markup {
 		t.Errorf("Markdown shown as text: %q", x)

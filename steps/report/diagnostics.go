@@ -128,13 +128,17 @@ type TracePool struct {
 
 // NsightCapture is one attempt of an nsys step.
 type NsightCapture struct {
-	Step          string         `json:"step"`
-	Attempt       int            `json:"attempt"`
-	Status        string         `json:"status"`
-	Class         string         `json:"class,omitempty"`
-	Message       string         `json:"message,omitempty"`
-	Target        string         `json:"target,omitempty"`
-	StepWindow    *UTCWindow     `json:"step_window,omitempty"` // capture.json: around `nsys profile`
+	Step       string     `json:"step"`
+	Attempt    int        `json:"attempt"`
+	Status     string     `json:"status"`
+	Class      string     `json:"class,omitempty"`
+	Message    string     `json:"message,omitempty"`
+	Target     string     `json:"target,omitempty"`
+	StepWindow *UTCWindow `json:"step_window,omitempty"` // capture.json: around `nsys profile`
+	// Simulated: no nsys ran; the export was built from a rigor-sim server's own
+	// frames (steps/nsys/simulate.go). SimulatedBy names the simulator and profile.
+	Simulated     bool           `json:"simulated"`
+	SimulatedBy   string         `json:"simulated_by,omitempty"`
 	SQLite        *ArtefactRef   `json:"sqlite,omitempty"`
 	Analysis      *nsys.Analysis `json:"analysis,omitempty"`
 	AnalysisError string         `json:"analysis_error,omitempty"`
@@ -468,10 +472,12 @@ func (ev *evidence) nsightCapture(c captureAttempt) NsightCapture {
 	row.Status, row.Class, row.Message = c.status()
 	row.Overlap = ev.overlap(c)
 	var rec struct {
-		Start   string `json:"start_utc"`
-		End     string `json:"end_utc"`
-		SQLite  string `json:"sqlite"`
-		Control string `json:"control"`
+		Start     string `json:"start_utc"`
+		End       string `json:"end_utc"`
+		SQLite    string `json:"sqlite"`
+		Control   string `json:"control"`
+		Simulated bool   `json:"simulated"`
+		Source    string `json:"source"`
 	}
 	if b, _, ok := ev.readAttemptFile(c, "capture.json"); ok {
 		_ = json.Unmarshal(b, &rec)
@@ -479,6 +485,7 @@ func (ev *evidence) nsightCapture(c captureAttempt) NsightCapture {
 			row.StepWindow = &UTCWindow{Start: rec.Start, End: rec.End}
 		}
 		row.Control = rec.Control
+		row.Simulated, row.SimulatedBy = rec.Simulated, rec.Source
 	}
 	if b, _, ok := ev.readAttemptFile(c, "warnings.txt"); ok {
 		sc := bufio.NewScanner(bytes.NewReader(b))

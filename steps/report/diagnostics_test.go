@@ -21,7 +21,7 @@ import (
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/sim/simtest"
-	"github.com/rigor-bench/rigor/steps/nsys/nsystest"
+	"github.com/rigor-bench/rigor/steps/nsys/nsysdb"
 	"github.com/rigor-bench/rigor/steps/trace"
 	"github.com/rs/zerolog"
 )
@@ -264,7 +264,7 @@ func runDiagCampaign(t *testing.T) string {
 	}
 	sqlite := filepath.Join(dir, "export.sqlite")
 	f := nsysFixture()
-	if err := nsystest.Write(sqlite, f); err != nil {
+	if err := nsysdb.Write(sqlite, f); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "campaign.hcl")
@@ -303,14 +303,14 @@ func runDiagCampaign(t *testing.T) string {
 
 // nsysFixture is the export the fake nsys hands over: two ranks, MoE, NCCL,
 // attention and one unmapped kernel; 40 ms of kernel time, 2 ms unmapped.
-func nsysFixture() nsystest.Fixture {
+func nsysFixture() nsysdb.Fixture {
 	const s, ms = int64(1_000_000_000), int64(time.Millisecond)
 	moe := "void b12x::W4A16FusedMoeKernel<128>(...)"
-	return nsystest.Fixture{
+	return nsysdb.Fixture{
 		Version: "2026.1.1.204", SessionStart: time.Date(2026, 10, 22, 3, 0, 0, 0, time.UTC), Start: s, Stop: 2 * s,
-		GPUs:   []nsystest.GPU{{ID: 0, CudaID: 0, Name: "RTX PRO 6000"}, {ID: 1, CudaID: 1, Name: "RTX PRO 6000"}},
-		Ranges: []nsystest.Range{{Start: s, End: s + 50*ms, Pid: 1, Tid: 2, Text: "speculative 4x3"}, {Start: s, End: s + 50*ms, Pid: 3, Tid: 4, Text: "speculative 4x3"}},
-		Kernels: []nsystest.Kernel{
+		GPUs:   []nsysdb.GPU{{ID: 0, CudaID: 0, Name: "RTX PRO 6000"}, {ID: 1, CudaID: 1, Name: "RTX PRO 6000"}},
+		Ranges: []nsysdb.Range{{Start: s, End: s + 50*ms, Pid: 1, Tid: 2, Text: "speculative 4x3"}, {Start: s, End: s + 50*ms, Pid: 3, Tid: 4, Text: "speculative 4x3"}},
+		Kernels: []nsysdb.Kernel{
 			{Start: s + ms, End: s + 13*ms, Device: 0, Name: moe, Pid: 1, Tid: 2, LaunchAt: s + ms/2},
 			{Start: s + ms, End: s + 13*ms, Device: 1, Name: moe, Pid: 3, Tid: 4, LaunchAt: s + ms/2},
 			{Start: s + 13*ms, End: s + 17*ms, Device: 0, Name: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", Pid: 1, Tid: 2, LaunchAt: s + ms},
@@ -318,7 +318,7 @@ func nsysFixture() nsystest.Fixture {
 			{Start: s + 17*ms, End: s + 23*ms, Device: 0, Name: "flash_fwd_splitkv_kernel", Pid: 1, Tid: 2, LaunchAt: s + 2*ms},
 			{Start: s + 23*ms, End: s + 25*ms, Device: 0, Name: "elementwise_kernel", Pid: 1, Tid: 2, LaunchAt: s + 3*ms},
 		},
-		Diagnostics: []nsystest.Diagnostic{{At: s, Severity: 2, Text: "CUDA device 1: GPU metrics sampling requires root"}},
+		Diagnostics: []nsysdb.Diagnostic{{At: s, Severity: 2, Text: "CUDA device 1: GPU metrics sampling requires root"}},
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/nsys"
-	"github.com/rigor-bench/rigor/steps/nsys/nsystest"
+	"github.com/rigor-bench/rigor/steps/nsys/nsysdb"
 	"github.com/rigor-bench/rigor/steps/trace"
 )
 
@@ -205,7 +205,7 @@ func TestDiagnosticsSectionGolden(t *testing.T) {
 	}
 	pools := poolTraces(rows)
 	sqlite := filepath.Join(t.TempDir(), "profile.sqlite")
-	if err := nsystest.Write(sqlite, nsysFixture()); err != nil {
+	if err := nsysdb.Write(sqlite, nsysFixture()); err != nil {
 		t.Fatal(err)
 	}
 	mods, _ := nsys.CompileModules(map[string][]string{"moe": {"W4A16FusedMoe"}, "nccl": {"^nccl"}})

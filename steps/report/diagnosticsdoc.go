@@ -126,11 +126,17 @@ func (r *Report) nsightDiagnostics(s *section, dg *Diagnostics) {
 			status += " (" + c.Class + ")"
 		}
 		head := fmt.Sprintf("Nsight capture %s attempt %d: %s", c.Step, c.Attempt, status)
+		if c.Simulated {
+			head = fmt.Sprintf("Nsight capture %s attempt %d (SIMULATED by %s, no nsys ran): %s", c.Step, c.Attempt, orDash(c.SimulatedBy), status)
+		}
 		if c.Message != "" && c.Status != "succeeded" {
 			head += ": " + c.Message
 		}
 		parts := []string{head + "."}
-		if c.StepWindow != nil {
+		switch {
+		case c.StepWindow != nil && c.Simulated:
+			parts = append(parts, "The simulator turned the frames it ran over "+utcSpan(c.StepWindow.Start, c.StepWindow.End)+" into kernels of its timing model: the export below has nsys's tables but is not a CUDA trace.")
+		case c.StepWindow != nil:
 			parts = append(parts, "The step ran `nsys profile` over "+utcSpan(c.StepWindow.Start, c.StepWindow.End)+".")
 		}
 		parts = append(parts, "Under load: "+c.Overlap.Note+".")

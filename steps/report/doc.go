@@ -37,6 +37,12 @@
 //     under a GiB. Percentiles are exact (type 7, loadgen.Percentile).
 //   - Each artefact read is hashed while it is read; a hash that differs from the
 //     journal's is reported, never silently used.
+//   - The first screen (firstscreen.go, before any heading) says what was compared
+//     and what decided it; the engine and model come from the blocks' result.json,
+//     the profile and time scale from the plan. Charts (charts.go) are figures of
+//     small multiples laid out by measuring their text, so nothing is clipped, and an
+//     arm has one colour in all of them. Tables print tok/s whole and mark a
+//     descriptive percentile with descMark, explained once under its table.
 //
 // GPU telemetry is read from gpu.jsonl beside each block, one JSON object per sample
 // and device. Recognised keys: "device" or "index" or "uuid"; "utc" or "time" (RFC

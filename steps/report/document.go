@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -14,15 +15,11 @@ import (
 
 // document assembles the report's sections (seed 002's shape) from the evidence.
 func (r *Report) document(charts []chart) *document {
-	ev, s := r.ev, &r.Summary
+	s := &r.Summary
 	d := &document{title: fmt.Sprintf("%s: evidence report", s.Campaign)}
 	st := s.Statistics
 
-	top := d.add("status", "")
-	top.p("Campaign status: %s. Decision: %s. %s", s.CampaignStatus, s.Promotion.Verdict, r.restoreLine())
-	if ev.plan.Campaign.Description != "" {
-		top.p("%s", ev.plan.Campaign.Description)
-	}
+	r.firstScreen(d)
 	r.glanceSection(d)
 
 	// Result card.
@@ -72,6 +69,7 @@ func (r *Report) document(charts []chart) *document {
 		"Arms that run different executable images support no causal claim about a component: a difference is an observation of the stacks as run.",
 		"This is natural output, not fixed-token work: output lengths vary per request.",
 	})
+	r.gpuBlocksSection(d)
 	return d
 }
 
@@ -267,7 +265,7 @@ func (r *Report) measuredSection(d *document) {
 			tpot = blockRange(row.Blocks, func(b RowBlk) *float64 { return b.TPOTp50 })
 		}
 		if row.AggregateTokS != nil {
-			tok = fmtF(*row.AggregateTokS, 3)
+			tok = tokS(*row.AggregateTokS)
 		}
 		disp := row.Disposition
 		if row.Disposition != Accepted {
@@ -332,7 +330,7 @@ func blockRange(bs []RowBlk, f func(RowBlk) *float64) string {
 
 func (r *Report) distributionSection(d *document) {
 	s := d.add("distributions", "Distributions and counters per cell")
-	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a p99 over fewer than the %d samples that certify it is marked descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO. Failed cells carry no distribution.", stats.CertifiedMin(0.99, stats.CertifyConfidence))
+	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a p99 over fewer than the %d samples that certify it is marked %s, descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO. Failed cells carry no distribution.", stats.CertifiedMin(0.99, stats.CertifyConfidence), descMark)
 	t := &table{head: []string{"Cell", "n", "TTFO ms", "Visible TTFT ms", "Capacity TPOT ms", "E2E ms", "Decode tok/s", "Effective prefill tok/s", "Completion tokens"}}
 	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Client max concurrency", "Engine max running / waiting"}}
 	for _, row := range r.Summary.Rows {
@@ -340,7 +338,8 @@ func (r *Report) distributionSection(d *document) {
 			continue
 		}
 		tm := row.Timing
-		t.rows = append(t.rows, []string{row.CellID, fmt.Sprint(tm.TTFT.Samples), distText(tm.TTFO), distText(tm.TTFT), distText(tm.TPOT), distText(tm.E2E), distText(tm.Decode), distText(tm.Prefill), distText(tm.CompletionTokens)})
+		t.rows = append(t.rows, []string{row.CellID, fmt.Sprint(tm.TTFT.Samples), distText(tm.TTFO, fmtMS), distText(tm.TTFT, fmtMS), distText(tm.TPOT, fmtMS), distText(tm.E2E, fmtMS),
+			distText(tm.Decode, tokS), distText(tm.Prefill, tokS), distText(tm.CompletionTokens, tokens)})
 		pt := "—"
 		if p := row.ActualPromptTokens; p != nil {
 			pt = fmt.Sprintf("%s / %s / %s / %s", fmtInt(int(p.Min)), fmtF(p.P50, 1), fmtF(p.P95, 1), fmtInt(int(p.Max)))
@@ -361,20 +360,31 @@ func (r *Report) distributionSection(d *document) {
 		s.p("No measured block left records.")
 		return
 	}
+	t.markLegend(fmt.Sprintf("%s descriptive: a p99 over fewer than the %d samples that certify it; it never enters a rule.", descMark, stats.CertifiedMin(0.99, stats.CertifyConfidence)))
 	s.tab(t)
 	s.p("Cache reuse below comes from the native counter deltas summed over the measured blocks and from usage.cached_tokens; engine running/waiting maxima come from the engine's own gauges read during the measured blocks (native-samples.jsonl), “not sampled” where no reading was taken.")
 	s.tab(c)
 }
 
-func distText(d loadgen.Dist) string {
+// distText prints p50 / p95 / p99 of a distribution, the p99 marked descriptive
+// (descMark) when too few samples certify it.
+func distText(d loadgen.Dist, f func(float64) string) string {
 	if d.Samples == 0 {
 		return "—"
 	}
-	p99 := fmtMS(*d.P99)
+	p99 := f(*d.P99)
 	if d.Descriptive {
-		p99 += " (descriptive)"
+		p99 += descMark
 	}
-	return fmt.Sprintf("%s / %s / %s", fmtMS(*d.P50), fmtMS(*d.P95), p99)
+	return fmt.Sprintf("%s / %s / %s", f(*d.P50), f(*d.P95), p99)
+}
+
+// tokens prints a token count (a percentile of one may fall between two counts).
+func tokens(x float64) string {
+	if x == math.Trunc(x) {
+		return fmtInt(int(x))
+	}
+	return fmtF(x, 1)
 }
 
 func (r *Report) decisionSection(d *document) {
@@ -560,19 +570,74 @@ func orAbsent(s string) string {
 	return s
 }
 
+// gpuBlocksID is the section of the per-block GPU table; GitHub's anchor for its
+// title is the same, so the link works in report.md as in report.html.
+const gpuBlocksID = "gpu-observations-per-block"
+
+// gpuSection summarises the telemetry per device; the row of every block window
+// and device is in the appendix it links to.
 func (r *Report) gpuSection(d *document) {
 	s := d.add("gpu", "GPU observations")
 	if len(r.ev.gpuSamples) == 0 {
 		s.p("No GPU telemetry was recorded in this state directory. Nothing is said about power, temperature or clocks.")
 		return
 	}
-	s.p("Per block window, from the samples in each block's gpu.jsonl. Returned power samples can momentarily exceed the configured limit; repeated samples are not independent; these observations do not explain a performance difference or measure energy.")
+	windows := map[string]int{}
+	power := map[string][]float64{}
+	for _, b := range r.ev.blocks {
+		seen := map[string]bool{}
+		for _, g := range b.gpu {
+			if !seen[g.Device] {
+				seen[g.Device] = true
+				windows[g.Device]++
+			}
+		}
+	}
+	for _, g := range r.ev.gpuSamples {
+		if g.Power != nil {
+			power[g.Device] = append(power[g.Device], *g.Power)
+		}
+	}
+	s.p("Per device, over every block window's samples (gpu.jsonl). Returned power samples can momentarily exceed the configured limit; repeated samples are not independent; these observations do not explain a performance difference or measure energy. Every block window and device: [the full table](#%s).", gpuBlocksID)
+	t := &table{head: []string{"GPU", "Name", "Block windows", "Samples", "Power W min / median / max", "Temperature °C", "SM clock MHz", "Power limit W"}}
+	for _, g := range devices(r.ev.gpuSamples) {
+		pw := "—"
+		if xs := power[g.Device]; len(xs) > 0 {
+			slices.Sort(xs)
+			pw = fmt.Sprintf("%s / %s / %s", fmtF(xs[0], 0), fmtF(loadgen.Percentile(xs, 0.5), 0), fmtF(xs[len(xs)-1], 0))
+		}
+		t.rows = append(t.rows, []string{g.Device, orDash(g.Name), fmt.Sprint(windows[g.Device]), fmt.Sprint(g.Samples), pw, gpuRange(g.TemperatureC), gpuRange(g.SMClockMHz), orDash(joinF(g.PowerLimitW, "/"))})
+	}
+	s.tab(t)
+}
+
+func gpuRange(x *Range) string {
+	if x == nil {
+		return "—"
+	}
+	return fmtF(x.Min, 0) + "–" + fmtF(x.Max, 0)
+}
+
+// gpuBlocksSection is the appendix the GPU summary links to: every block window
+// and device.
+func (r *Report) gpuBlocksSection(d *document) {
+	if len(r.ev.gpuSamples) == 0 {
+		return
+	}
+	s := d.add(gpuBlocksID, "GPU observations per block")
+	s.p("Per block window, from the samples in each block's gpu.jsonl (power to 0.1 W).")
 	t := &table{head: []string{"Block", "Window (UTC)", "GPU", "Samples", "Power W", "Temperature °C", "SM clock MHz", "Power limit W"}}
 	rg := func(x *Range) string {
 		if x == nil {
 			return "—"
 		}
 		return fmtF(x.Min, -1) + "–" + fmtF(x.Max, -1)
+	}
+	pw := func(x *Range) string {
+		if x == nil {
+			return "—"
+		}
+		return fmtF(x.Min, 1) + "–" + fmtF(x.Max, 1)
 	}
 	for _, b := range r.ev.blocks {
 		if len(b.gpu) == 0 {
@@ -589,7 +654,7 @@ func (r *Report) gpuSection(d *document) {
 		}
 		win := lo.Format("15:04:05") + "–" + hi.Format("15:04:05")
 		for _, g := range devices(b.gpu) {
-			t.rows = append(t.rows, []string{b.Addr, win, g.Device, fmt.Sprint(g.Samples), rg(g.PowerW), rg(g.TemperatureC), rg(g.SMClockMHz), orDash(joinF(g.PowerLimitW, "/"))})
+			t.rows = append(t.rows, []string{b.Addr, win, g.Device, fmt.Sprint(g.Samples), pw(g.PowerW), rg(g.TemperatureC), rg(g.SMClockMHz), orDash(joinF(g.PowerLimitW, "/"))})
 		}
 	}
 	s.tab(t)

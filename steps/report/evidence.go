@@ -136,6 +136,9 @@ type attemptRef struct {
 	gpu   []gpuSample
 	// result is result.json, absent when the attempt died before writing it.
 	result *loadgen.Result
+	// engine and model are what the block step recorded beside the loadgen figures
+	// ("" in evidence from before it recorded them).
+	engine, model string
 	// Declared is the request count the block declared (plan, result.json or another
 	// attempt); Missing of them left no record and count as cancelled failures.
 	Declared int

@@ -32,6 +32,25 @@ type elem struct {
 type table struct {
 	head []string
 	rows [][]string
+	// legend explains a mark used in the cells (descMark), once, right under the
+	// table, instead of a word repeated in every cell.
+	legend string
+}
+
+// descMark marks a percentile over fewer samples than certify it: descriptive
+// only. A table that uses it carries its legend once (table.legend).
+const descMark = "†"
+
+// markLegend sets the legend of descMark when a cell uses the mark.
+func (t *table) markLegend(legend string) {
+	for _, r := range t.rows {
+		for _, c := range r {
+			if strings.Contains(c, descMark) {
+				t.legend = legend
+				return
+			}
+		}
+	}
 }
 
 func (s *section) p(format string, args ...any) {
@@ -71,6 +90,9 @@ func (d *document) markdown() []byte {
 				for _, r := range e.table.rows {
 					fmt.Fprintf(&b, "| %s |\n", strings.Join(mapS(r, mdCell), " | "))
 				}
+				if e.table.legend != "" {
+					fmt.Fprintf(&b, "\n%s\n", e.table.legend)
+				}
 			case e.items != nil:
 				for _, it := range e.items {
 					fmt.Fprintf(&b, "- %s\n", it)
@@ -88,7 +110,7 @@ func (d *document) markdown() []byte {
 const css = `body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}th,td{border:1px solid #bbb;padding:.25rem .5rem;text-align:left;vertical-align:top}
 th{background:#eee}figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:.85rem;color:#555}
-code{font-size:.85rem}`
+code{font-size:.85rem}p.legend{font-size:.85rem;color:#555;margin-top:-.5rem}`
 
 func (d *document) html(charts []chart) []byte {
 	var b bytes.Buffer
@@ -115,6 +137,9 @@ func (d *document) html(charts []chart) []byte {
 					b.WriteString("</tr>\n")
 				}
 				b.WriteString("</tbody>\n</table>\n")
+				if el.table.legend != "" {
+					fmt.Fprintf(&b, "<p class=\"legend\">%s</p>\n", inlineHTML(el.table.legend))
+				}
 			case el.items != nil:
 				b.WriteString("<ul>\n")
 				for _, it := range el.items {
@@ -135,17 +160,21 @@ func (d *document) html(charts []chart) []byte {
 	return b.Bytes()
 }
 
-// The document's text carries the little inline Markdown it uses, **strong** and
-// `code`; the HTML shows it as such rather than as asterisks and backticks.
+// The document's text carries the little inline Markdown it uses, **strong**,
+// `code` and [links](#section) within the document; the HTML shows it as such
+// rather than as asterisks, backticks and brackets.
 var (
 	strongSpan = regexp.MustCompile(`\*\*([^*]+)\*\*`)
 	codeSpan   = regexp.MustCompile("`([^`]+)`")
+	anchorLink = regexp.MustCompile(`\[([^\]]+)\]\((#[a-z0-9-]+)\)`)
 )
 
-// inlineHTML escapes s and renders its paired ** and ` spans.
+// inlineHTML escapes s and renders its paired ** and ` spans and its links to
+// sections of the document.
 func inlineHTML(s string) string {
 	s = html.EscapeString(s)
 	s = strongSpan.ReplaceAllString(s, "<strong>$1</strong>")
+	s = anchorLink.ReplaceAllString(s, `<a href="$2">$1</a>`)
 	return codeSpan.ReplaceAllString(s, "<code>$1</code>")
 }
 

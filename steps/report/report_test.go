@@ -300,8 +300,8 @@ func TestWrite(t *testing.T) {
 		t.Error("throughput.png is not a PNG")
 	}
 	svg, _ := os.ReadFile(filepath.Join(out, "charts", "ttft.svg"))
-	if !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("natural output, not fixed-token work")) {
-		t.Error("ttft.svg must be SVG and state that it is natural output")
+	if !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte(">source: requests.jsonl of measured blocks;")) {
+		t.Error("ttft.svg must be SVG and state its source")
 	}
 	html, _ := os.ReadFile(filepath.Join(out, "report.html"))
 	// Throughput, noise and drift, TTFT, TPOT, and GPU power and temperature (the

@@ -352,9 +352,14 @@ func (ev *evidence) readResult(a *attemptRef) {
 	} else if a.End != nil || a.Dir == "" {
 		return
 	}
-	var r loadgen.Result
+	// A block step's result.json adds the engine and model its requests used.
+	var r struct {
+		loadgen.Result
+		Engine string `json:"engine"`
+		Model  string `json:"model"`
+	}
 	if ev.readJSON(rel, &r) == nil {
-		a.result = &r
+		a.result, a.engine, a.model = &r.Result, r.Engine, r.Model
 	}
 }
 

@@ -161,7 +161,8 @@ func TestVerdictDriftIneligible(t *testing.T) {
 		t.Fatalf("charts %v, %v", files, err)
 	}
 	svg, _ := os.ReadFile(filepath.Join(out, "charts", "noise_drift.svg"))
-	for _, w := range []string{"incumbent_before c2", "candidate c2", "incumbent_after c2", "run order"} {
+	// One panel per concurrency (C2 here), a legend entry per arm.
+	for _, w := range []string{">C2</text>", ">incumbent_before</text>", ">candidate</text>", ">incumbent_after</text>", "run order"} {
 		if !strings.Contains(string(svg), w) {
 			t.Errorf("noise_drift.svg lacks %q", w)
 		}

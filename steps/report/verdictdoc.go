@@ -62,19 +62,19 @@ func (r *Report) glanceSection(d *document) {
 	if ru.Criterion == plans.CriterionPoint {
 		crit = "point: the mean paired gain must reach min_gain (the interval is shown but does not decide)"
 	}
-	s.p("**%s.** Criterion %s. Metric %s; the candidate (%s) is compared per repetition with the mean of the incumbent blocks before (%s) and after (%s) it.",
+	s.p("%s. Criterion %s. Metric %s; the candidate (%s) is compared per repetition with the mean of the incumbent blocks before (%s) and after (%s) it.",
 		capital(v.Verdict), crit, ru.PrimaryMetric, ru.CandidateArm, ru.BaselineArm, orText(v.DriftArm, "no after arm"))
 	t := &table{head: []string{"Role", "Cell", "Incumbent before / after (mean)", "Candidate (mean)", "Effect, 95% interval", "Drift after/before, 95% interval", "Validity", "Energy J/output token (incumbent → candidate)", "Decided by", "Holds"}}
 	for _, c := range v.Comparisons {
 		inc, cand, eff, dec, holds := "—", "—", "—", "—", "ineligible"
 		if c.Baseline != nil && c.Baseline.Mean != nil {
-			inc = fmtF(*c.Baseline.Mean, 3)
+			inc = metricNum(c.Metric, *c.Baseline.Mean)
 			if c.After != nil && c.After.Mean != nil {
-				inc += " / " + fmtF(*c.After.Mean, 3)
+				inc += " / " + metricNum(c.Metric, *c.After.Mean)
 			}
 		}
 		if c.Candidate != nil && c.Candidate.Mean != nil {
-			cand = fmtF(*c.Candidate.Mean, 3)
+			cand = metricNum(c.Metric, *c.Candidate.Mean)
 		}
 		if c.Gain != nil {
 			eff = pm(*c.Gain) + " " + ivText(c.Interval)
@@ -224,7 +224,7 @@ func (r *Report) noiseSection(d *document, charts []chart) {
 		if p.rel != nil {
 			rel = pm(*p.rel)
 		}
-		t.rows = append(t.rows, []string{fmt.Sprint(i + 1), p.addr, p.arm, fmt.Sprint(p.conc), fmt.Sprint(p.rep), fmt.Sprint(p.attempt), fmtF(p.value, 4), rel})
+		t.rows = append(t.rows, []string{fmt.Sprint(i + 1), p.addr, p.arm, fmt.Sprint(p.conc), fmt.Sprint(p.rep), fmt.Sprint(p.attempt), metricNum(metric, p.value), rel})
 	}
 	if len(t.rows) > 0 {
 		s.p("Every measured matrix block in run order (journal order of its start), so drift is seen, not just stated:")
@@ -395,6 +395,7 @@ func (r *Report) tailsSection(d *document) {
 		s.p("No accepted cell has timing figures.")
 		return
 	}
+	t.markLegend(fmt.Sprintf("%s descriptive: n (samples) is below the count that certifies the percentile (n=samples/needed); an unmarked figure is certified.", descMark))
 	s.tab(t)
 }
 
@@ -408,22 +409,23 @@ func quantileText(b stats.QuantileBound) string {
 		}
 		return fmtMS(*p)
 	}
-	cert := "descriptive"
+	mark := descMark
 	if b.Certified {
-		cert = "certified"
+		mark = ""
 	}
-	return fmt.Sprintf("%s [%s, %s] n=%d/%d %s", fmtMS(*b.Estimate), side(b.Lo), side(b.Hi), b.N, b.Needed, cert)
+	return fmt.Sprintf("%s%s [%s, %s] n=%d/%d", fmtMS(*b.Estimate), mark, side(b.Lo), side(b.Hi), b.N, b.Needed)
 }
 
 // pairsText lists a comparison's repetitions: before/after → baseline, candidate, gain.
 func pairsText(c Comparison) string {
 	var out []string
 	for _, p := range c.Pairs {
-		base := fmtF(p.Before, 3)
+		f := func(x float64) string { return metricNum(c.Metric, x) }
+		base := f(p.Before)
 		if p.After != nil {
-			base = fmt.Sprintf("(%s + %s)/2 = %s", fmtF(p.Before, 3), fmtF(*p.After, 3), fmtF(p.Baseline, 3))
+			base = fmt.Sprintf("(%s + %s)/2 = %s", f(p.Before), f(*p.After), f(p.Baseline))
 		}
-		out = append(out, fmt.Sprintf("r%d: %s vs %s → %s", p.Repetition, base, fmtF(p.Candidate, 3), pm(p.Gain)))
+		out = append(out, fmt.Sprintf("r%d: %s vs %s → %s", p.Repetition, base, f(p.Candidate), pm(p.Gain)))
 	}
 	return orDash(strings.Join(out, "; "))
 }

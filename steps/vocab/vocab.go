@@ -41,6 +41,10 @@ func Vocabulary() plans.Vocabulary {
 			},
 			plans.CheckIdentityHeader: func(v cty.Value) error { return target.CheckIdentityHeader(v.AsString()) },
 			plans.CheckDocker:         func(v cty.Value) error { return docker.CheckHost(v.AsString()) },
+			plans.CheckDCGM: func(v cty.Value) error {
+				_, err := gpu.ParseDCGMURL(v.AsString())
+				return err
+			},
 			plans.CheckSize: func(v cty.Value) error {
 				if _, err := units.RAMInBytes(v.AsString()); err != nil {
 					return fmt.Errorf("%q is not a size such as \"16g\" or \"64GiB\"", v.AsString())

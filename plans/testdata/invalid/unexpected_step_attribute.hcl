@@ -1,5 +1,5 @@
 # want: "Unsupported argument" line 11
-# detail: Valid arguments for step type "exec": always, command, condition, depends_on, during, for_each, on_failure, outage, phase, rerun_safe, start_after, start_after_requests, timeout, uses.
+# detail: Valid arguments for step type "exec": always, command, condition, count, depends_on, during, for_each, on_failure, outage, phase, rerun_safe, sequential, start_after, start_after_requests, timeout, uses.
 campaign "c" {
   outage {
     budget  = "90m"

@@ -4,8 +4,11 @@
 // records every device at a fixed interval into gpu.jsonl during a block and notices a
 // power limit that changes.
 //
-// Two sources exist: NVML (package nvml, the machine rigor runs on) and Sim, simulated
-// devices with a configured limit, plausible telemetry, and injectable limit drift.
+// Three sources exist: NVML (package nvml, the machine rigor runs on); DCGM, a
+// node's dcgm-exporter scraped over HTTP and parsed with expfmt (GPUs rigor cannot
+// open itself: a Kubernetes node, a remote Docker Engine); and Sim, simulated
+// devices with a configured limit, plausible telemetry, and injectable limit drift,
+// which WriteDCGM can also serve in the exporter's format.
 // Sim devices are process-global per host name, so drift injected
 // for a host is seen by whichever block samples that host.
 //

@@ -30,7 +30,7 @@ type Device struct {
 
 // Source is where snapshots come from.
 type Source interface {
-	// Kind is "nvml" or "sim".
+	// Kind is "nvml", "dcgm" or "sim".
 	Kind() string
 	// Snapshot reads every device, in index order.
 	Snapshot() ([]Device, error)
@@ -59,7 +59,7 @@ func ThrottleNames(bits uint64) []string {
 }
 
 // Sources lists the GPU sources a host may name (its gpus attribute), sorted.
-func Sources() []string { return []string{NVML{}.Kind(), (*Sim)(nil).Kind()} }
+func Sources() []string { return []string{DCGM{}.Kind(), NVML{}.Kind(), (*Sim)(nil).Kind()} }
 
 // NVML reads the machine's GPUs through package nvml.
 type NVML struct{}

@@ -82,7 +82,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		blocks:       req.blocks,
 		kvNeed:       req.promptTokens + req.maxTokens,
 		timing:       newRNG(req.plan.seed, saltTiming),
-		slow:         faults.slowdown(),
+		slow:         faults.slowdown() * s.observerOverhead(),
 		ready:        make(chan struct{}),
 	}
 	if req.stream {

@@ -55,5 +55,7 @@
 // plus max_tokens is reserved at admission, so vllm:num_preemptions_total stays 0),
 // caching of generated tokens, tool calls, n > 1, logprobs, HTTP/2-specific behaviour and GPU
 // telemetry (steps/internal/gpu simulates GPUs). The scheduler-trace endpoint lives in trace.go,
-// the run-time fault injection endpoint (/debug/faults) in admin.go.
+// the simulated Nsight capture (/debug/nsys-profile: an nsys SQLite export of the frames
+// the server ran, labelled as simulated) in kernels.go, the run-time fault injection
+// endpoint (/debug/faults) in admin.go.
 package sim

@@ -137,6 +137,17 @@ func (m *metrics) done(reason string, e2eSeconds float64, heldKV int64) {
 	m.kvInUse.Add(-heldKV)
 }
 
+// finishedTotal is the number of requests finished so far, whatever their reason.
+func (m *metrics) finishedTotal() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	for _, v := range m.finished {
+		n += int64(v)
+	}
+	return n
+}
+
 // writeExposition writes the Prometheus text format under engine's names, families
 // sorted by name.
 func (m *metrics) writeExposition(w io.Writer, engine, model string, running int64, kvCapacity int) error {

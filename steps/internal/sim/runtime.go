@@ -2,6 +2,7 @@ package sim
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -79,6 +80,11 @@ type ContainerInfo struct {
 	Status       string // StatusCreated, StatusRunning or StatusExited
 	Health       string // HealthHealthy or HealthUnhealthy while running, else HealthNone
 	Endpoint     string // "http://" + the bound address (the real port if Listen said :0)
+	// Spec is the digest of what the container was created from (image, listen
+	// address, server configuration), as ContainerSpec.SHA256 computes it: a
+	// deploy reuses a container only when it equals the declared spec's, as a
+	// Docker deploy compares its spec label.
+	Spec string
 	// ExitCode and FinishedAt describe the last exit once the server has exited:
 	// 0 for a stop, 128+signal for a kill (137 after SIGKILL, OOM included), 1 when
 	// it could not serve, ExitUnknown when nobody saw how it ended.
@@ -242,6 +248,22 @@ type exitState struct {
 	FinishedAt time.Time `json:"finished_at"`
 	Error      string    `json:"error,omitempty"`
 	PortInUse  bool      `json:"port_in_use,omitempty"`
+}
+
+// SHA256 digests what a container made from the spec would run: two specs with the
+// same digest serve the same profile, on the same address, configured alike.
+func (spec ContainerSpec) SHA256() string {
+	return specDigest(spec.Image, spec.Listen, spec.Config.toContainer())
+}
+
+func specDigest(image, listen string, c containerConfig) string {
+	// containerConfig is plain data (strings, numbers, bools): Marshal cannot fail.
+	b, _ := json.Marshal(struct {
+		Image, Listen string
+		Config        containerConfig
+	}{image, listen, c})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func (c Config) toContainer() containerConfig {
@@ -493,7 +515,8 @@ func (h *Host) info(rec *record) ContainerInfo {
 		ID: rec.ID, Name: rec.Name, Image: rec.Image, ImageID: rec.ImageID, Created: rec.Created,
 		StartedAt: rec.StartedAt, PID: rec.PID, Incarnation: rec.Incarnation, RestartCount: rec.RestartCount,
 		OOMKilled: rec.OOMKilled, Status: StatusCreated, Health: HealthNone, Endpoint: rec.Endpoint,
-		Log: filepath.Join(h.path(rec.Name), logFile),
+		Spec: specDigest(rec.Image, rec.Listen, rec.Config),
+		Log:  filepath.Join(h.path(rec.Name), logFile),
 	}
 	switch {
 	case rec.PID == 0:

@@ -33,6 +33,9 @@ type Server struct {
 	faults atomic.Pointer[Faults]
 	mux    *http.ServeMux
 	reqSeq atomic.Uint64
+	// profiling counts the simulated Nsight captures running (kernels.go): requests
+	// that arrive meanwhile carry the observer's overhead.
+	profiling atomic.Int32
 	// incarnation is the IncarnationHeader value, built once: the header costs one
 	// map assignment per response.
 	incarnation []string
@@ -76,6 +79,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /health", s.serveHealth)
 	s.mux.HandleFunc("GET /v1/models", s.serveModels)
 	s.mux.HandleFunc("POST /debug/scheduler-trace", s.tracked(s.serveSchedulerTrace))
+	s.mux.HandleFunc("POST /debug/nsys-profile", s.tracked(s.serveNsysProfile))
 	s.mux.HandleFunc("/debug/faults", s.serveFaults) // admin.go
 	s.mux.HandleFunc("POST "+expositions[cfg.Engine].resetPath, s.serveCacheReset)
 	return s, nil

@@ -109,6 +109,7 @@ func monoNS(t time.Time) int64 { return int64(t.Sub(traceOrigin)) }
 type traceMemory struct {
 	mu       sync.Mutex
 	captures uint64
+	profiles uint64 // simulated Nsight captures (kernels.go)
 	graphs   map[string]TraceGraph
 	retained map[int][]retainedCost // the last two observations per graph, oldest first
 }
@@ -245,25 +246,10 @@ func (s *Server) serveSchedulerTrace(w http.ResponseWriter, r *http.Request) {
 	tr := newTracer(s, c, faults)
 	start := time.Now()
 	c.Window.StartNS = monoNS(start)
-	deadline := start.Add(d)
-	tick := time.NewTicker(traceTick)
-	defer tick.Stop()
-	tr.next = c.Window.StartNS
-	for now := start; now.Before(deadline); {
-		select {
-		case <-s.done:
-			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "server is shutting down; capture abandoned")
-			return
-		case <-r.Context().Done():
-			return
-		case now = <-tick.C:
-			if now.After(deadline) {
-				now = deadline
-			}
-			tr.advance(monoNS(now))
-		}
+	deadline, ok := s.runTracer(w, r, tr, start, d)
+	if !ok {
+		return
 	}
-	tr.advance(monoNS(deadline))
 	c.Window.EndNS = monoNS(deadline)
 	c.Clock.After = readAnchor()
 	c.Incarnation.After = s.cfg.Incarnation
@@ -272,6 +258,31 @@ func (s *Server) serveSchedulerTrace(w http.ResponseWriter, r *http.Request) {
 		c.Samples = []TraceSample{}
 	}
 	writeJSON(w, http.StatusOK, c)
+}
+
+// runTracer advances tr tick by tick over [start, start+d) and returns the window's
+// end; false when the server closed (w has its answer) or the client went away.
+func (s *Server) runTracer(w http.ResponseWriter, r *http.Request, tr *tracer, start time.Time, d time.Duration) (time.Time, bool) {
+	deadline := start.Add(d)
+	tick := time.NewTicker(traceTick)
+	defer tick.Stop()
+	tr.next = monoNS(start)
+	for now := start; now.Before(deadline); {
+		select {
+		case <-s.done:
+			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "server is shutting down; capture abandoned")
+			return deadline, false
+		case <-r.Context().Done():
+			return deadline, false
+		case now = <-tick.C:
+			if now.After(deadline) {
+				now = deadline
+			}
+			tr.advance(monoNS(now))
+		}
+	}
+	tr.advance(monoNS(deadline))
+	return deadline, true
 }
 
 // tracer turns the engine's state at each tick into the frames the model says ran
@@ -292,6 +303,9 @@ type tracer struct {
 	// rank's end of the last emitted frame.
 	pending *TraceSample
 	prevEnd []int64
+	// observer: a tracer of another instrument (the simulated Nsight capture) that
+	// sees the same frames but leaves the retained cost observations alone.
+	observer bool
 }
 
 func newTracer(s *Server, c *TraceCapture, f Faults) *tracer {
@@ -446,10 +460,12 @@ func (t *tracer) frame(admitted bool, lanes int) *TraceSample {
 func (t *tracer) emit(s *TraceSample) {
 	s.Seq = t.seq
 	t.seq++
-	t.mem.mu.Lock()
-	obs := append(t.mem.retained[s.Graph], retainedCost{costNS: s.SourceEquivalentCostNS, observedNS: s.CompletionObservedAtNS})
-	t.mem.retained[s.Graph] = obs[max(0, len(obs)-2):]
-	t.mem.mu.Unlock()
+	if !t.observer {
+		t.mem.mu.Lock()
+		obs := append(t.mem.retained[s.Graph], retainedCost{costNS: s.SourceEquivalentCostNS, observedNS: s.CompletionObservedAtNS})
+		t.mem.retained[s.Graph] = obs[max(0, len(obs)-2):]
+		t.mem.mu.Unlock()
+	}
 	t.prevEnd = t.prevEnd[:0]
 	for _, r := range s.Ranks {
 		t.prevEnd = append(t.prevEnd, r.EndNS)

@@ -1,13 +1,14 @@
-// Package nsystest writes SQLite files shaped like `nsys export --type sqlite`
-// output, for tests of the code that reads them where no Nsight Systems is
-// installed. The tables and columns are those of Nsight Systems 2026.1 (export
+// Package nsysdb writes SQLite files shaped like `nsys export --type sqlite`
+// output where no Nsight Systems runs: the nsys step's simulator path (the kernels a
+// rigor-sim server derives from the work it did during the capture, labelled as
+// simulated) and tests of the code that reads exports. The tables and columns are those of Nsight Systems 2026.1 (export
 // schema 3.24): the same names, the same column order, the same string table
 // indirection and the same serialized global IDs (pid << 24 | tid).
 //
 // Out of scope: anything the analysis does not read (memcpy, OS runtime, GPU
 // metrics); a table listed in Fixture.Omit is left out, as nsys leaves out tables it
 // had nothing to write to.
-package nsystest
+package nsysdb
 
 import (
 	"database/sql"
@@ -20,49 +21,54 @@ import (
 
 // Kernel is one CUDA kernel execution and the runtime call that launched it.
 type Kernel struct {
-	Start, End int64 // ns on the session clock
-	Device     int   // CUDA device ID
-	Stream     int
-	Name       string // demangled name
-	Short      string // short name; Name when empty
-	Pid, Tid   int64
-	LaunchAt   int64  // start of the launching runtime call; 0: no runtime record
-	GraphID    *int64 // the CUDA graph the kernel ran in
+	Start    int64  `json:"start"` // ns on the session clock
+	End      int64  `json:"end"`
+	Device   int    `json:"device"` // CUDA device ID
+	Stream   int    `json:"stream"`
+	Name     string `json:"name"`            // demangled name
+	Short    string `json:"short,omitempty"` // short name; Name when empty
+	Pid      int64  `json:"pid"`
+	Tid      int64  `json:"tid"`
+	LaunchAt int64  `json:"launch_at,omitempty"` // start of the launching runtime call; 0: no runtime record
+	GraphID  *int64 `json:"graph_id,omitempty"`  // the CUDA graph the kernel ran in
 }
 
 // Range is one NVTX push/pop range on a thread.
 type Range struct {
-	Start, End int64
-	Pid, Tid   int64
-	Text       string
-	Registered bool // the text is a registered string (textId), not inline
+	Start      int64  `json:"start"`
+	End        int64  `json:"end"`
+	Pid        int64  `json:"pid"`
+	Tid        int64  `json:"tid"`
+	Text       string `json:"text"`
+	Registered bool   `json:"registered,omitempty"` // the text is a registered string (textId), not inline
 }
 
 // GPU is one device: TARGET_INFO_GPU id and name, seen as CUDA device CudaID.
 type GPU struct {
-	ID     int
-	CudaID int
-	Name   string
+	ID     int    `json:"id"`
+	CudaID int    `json:"cuda_id"`
+	Name   string `json:"name"`
 }
 
 // Diagnostic is one DIAGNOSTIC_EVENT; severity 1 informational, 2 warning, 3 error.
 type Diagnostic struct {
-	At       int64
-	Severity int
-	Text     string
+	At       int64  `json:"at"`
+	Severity int    `json:"severity"`
+	Text     string `json:"text"`
 }
 
 // Fixture is the content of one export.
 type Fixture struct {
-	Version         string // EXPORT_PRODUCT_VERSION
-	SessionStart    time.Time
-	Start, Stop     int64 // ANALYSIS_DETAILS, session clock
-	GPUs            []GPU
-	Kernels         []Kernel
-	Ranges          []Range
-	Diagnostics     []Diagnostic
-	Omit            []string // tables to leave out
-	NoGraphIDColumn bool     // an older export: CUPTI_ACTIVITY_KIND_KERNEL without graphId
+	Version         string       `json:"version"` // EXPORT_PRODUCT_VERSION
+	SessionStart    time.Time    `json:"session_start"`
+	Start           int64        `json:"start"` // ANALYSIS_DETAILS, session clock
+	Stop            int64        `json:"stop"`
+	GPUs            []GPU        `json:"gpus"`
+	Kernels         []Kernel     `json:"kernels"`
+	Ranges          []Range      `json:"ranges"`
+	Diagnostics     []Diagnostic `json:"diagnostics"`
+	Omit            []string     `json:"omit,omitempty"`               // tables to leave out
+	NoGraphIDColumn bool         `json:"no_graph_id_column,omitempty"` // an older export: CUPTI_ACTIVITY_KIND_KERNEL without graphId
 }
 
 // GlobalTid is nsys's serialized thread ID.
@@ -115,6 +121,29 @@ func Write(path string, f Fixture) (err error) {
 			return fmt.Errorf("%s: %w", d.table, err)
 		}
 	}
+	// A simulated capture writes tens of thousands of rows: each statement is
+	// prepared once.
+	stmts := map[string]*sql.Stmt{}
+	defer func() {
+		for _, st := range stmts {
+			_ = st.Close()
+		}
+	}()
+	exec := func(table, q string, args ...any) error {
+		if !keep(table) {
+			return nil
+		}
+		st, ok := stmts[q]
+		if !ok {
+			var err error
+			if st, err = tx.Prepare(q); err != nil {
+				return err
+			}
+			stmts[q] = st
+		}
+		_, err := st.Exec(args...)
+		return err
+	}
 	ids := map[string]int64{}
 	str := func(s string) (int64, error) {
 		if id, ok := ids[s]; ok {
@@ -125,15 +154,7 @@ func Write(path string, f Fixture) (err error) {
 		if !keep("StringIds") {
 			return id, nil
 		}
-		_, err := tx.Exec(`INSERT INTO StringIds VALUES (?, ?)`, id, s)
-		return id, err
-	}
-	exec := func(table, q string, args ...any) error {
-		if !keep(table) {
-			return nil
-		}
-		_, err := tx.Exec(q, args...)
-		return err
+		return id, exec("StringIds", `INSERT INTO StringIds VALUES (?, ?)`, id, s)
 	}
 	if err = exec("META_DATA_EXPORT", `INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_VERSION', ?), ('EXPORT_SCHEMA_VERSION', '3.24.14')`, f.Version); err != nil {
 		return err
