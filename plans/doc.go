@@ -22,6 +22,11 @@
 //     there as a digest of its canonical form (digest.go, canonexpr.go), per
 //     instance. Comments and layout change nothing; adding an arm, a cell or a
 //     repetition changes no existing instance.
+//   - Every value of a host, target, workload or gate is typed, range- and
+//     enum-checked (types.data.go, schema.go) against the names and parsers the
+//     code that consumes it hands over (Vocabulary, from the step types); plans
+//     keeps no copy of those lists. A value that waits for a step is checked by
+//     Instance.Evaluate once known, before the step that reads it starts.
 //   - Output is deterministic: instances keep declaration order, maps are sorted.
 //   - Meta-arguments are written once, as meta-arguments; a step type whose schema
 //     names one (the block's phase) receives its value in its configuration too.

@@ -27,6 +27,8 @@ type evaluator struct {
 	// planCtx is the plan-time context (no step has run) the instances were
 	// evaluated in; checks after expansion evaluate in it too.
 	planCtx *hcl.EvalContext
+	// vocab is what the step types know of the values data blocks hold.
+	vocab *Vocabulary
 }
 
 func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
@@ -36,6 +38,7 @@ func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
 		entities: map[string]any{},
 		refs:     map[string][]ref{},
 		stepDeps: map[string][]ref{},
+		vocab:    vocabularyOf(types),
 	}
 	var diags hcl.Diagnostics
 	varVals := map[string]cty.Value{}

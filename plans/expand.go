@@ -45,10 +45,21 @@ type Instance struct {
 	during     hcl.Expression    // the during meta-argument, resolved by resolveDuring
 	seqPrev    string            // the sibling a sequential step's instance starts after
 	evalConfig func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
+	ev         *evaluator
+	data       []*DataBlock // the data blocks the instance reads, checked by Evaluate
 }
 
-// Evaluate computes the instance's configuration in ctx (see Plan.Context).
+// Evaluate computes the instance's configuration in ctx (see Plan.Context). The
+// data blocks it reads are checked against their schemas first: a value that was
+// unknown at plan time (a step's output) is checked here, before the step starts.
 func (i *Instance) Evaluate(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	for _, d := range i.data {
+		diags = append(diags, i.ev.checkData(d, ctx)...)
+	}
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
 	return i.evalConfig(ctx)
 }
 
@@ -114,6 +125,13 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 		return diags
 	}
 	p.Instances = all
+	closures := map[string][]*DataBlock{}
+	for _, inst := range all {
+		if _, ok := closures[inst.entity]; !ok {
+			closures[inst.entity] = e.dataClosure(inst.entity)
+		}
+		inst.ev, inst.data = e, closures[inst.entity]
+	}
 	diags = append(diags, p.wireDependencies(byEntity, armSetups)...)
 	if diags.HasErrors() {
 		return diags
@@ -601,6 +619,17 @@ func matrixConfig(m *Matrix, arm *Arm, cb cellBlock, implied cty.Type) func(*hcl
 // requestsFor picks the request count of one concurrency: requests is a number, or
 // a map keyed "c<N>" (or "<N>") such as the counts a freeze step records.
 func requestsFor(req cty.Value, conc int, rng hcl.Range, diags *hcl.Diagnostics) cty.Value {
+	v := pickRequests(req, conc, rng, diags)
+	// Checked here, not at plan time only: a count frozen from a pilot becomes
+	// known when the freeze step ran, and is checked before the cell starts.
+	for _, d := range WholeAtLeast("requests", 1)(v) {
+		d.Subject = rng.Ptr()
+		*diags = append(*diags, d)
+	}
+	return v
+}
+
+func pickRequests(req cty.Value, conc int, rng hcl.Range, diags *hcl.Diagnostics) cty.Value {
 	unmarked, marks := req.Unmark()
 	if !unmarked.IsKnown() {
 		return cty.UnknownVal(cty.Number).WithMarks(marks)

@@ -17,15 +17,19 @@ import (
 
 // invalidWant is what a file in testdata/invalid declares in its header:
 //
-//	# want: "Summary" line N
+//	# want: "Summary" line N [col C]
 //	# detail: a substring of that diagnostic's detail (any number of these)
+//
+// With col, the diagnostic must start at that column too: a value's problem is
+// reported at the value (or the key inside it), not at the attribute or block.
 type invalidWant struct {
 	Summary string
 	Line    int
+	Col     int
 	Details []string
 }
 
-var wantRE = regexp.MustCompile(`^# want: ("(?:[^"\\]|\\.)*") line (\d+)$`)
+var wantRE = regexp.MustCompile(`^# want: ("(?:[^"\\]|\\.)*") line (\d+)(?: col (\d+))?$`)
 
 func readWant(t *testing.T, path string) invalidWant {
 	t.Helper()
@@ -43,6 +47,9 @@ func readWant(t *testing.T, path string) invalidWant {
 				t.Fatalf("%s: bad want header: %v", path, err)
 			}
 			w.Line, _ = strconv.Atoi(m[2])
+			if m[3] != "" {
+				w.Col, _ = strconv.Atoi(m[3])
+			}
 		} else if d, ok := strings.CutPrefix(line, "# detail: "); ok {
 			w.Details = append(w.Details, d)
 		}
@@ -77,6 +84,9 @@ func TestInvalidCampaigns(t *testing.T) {
 			got := invalidWant{Summary: first.Summary}
 			if first.Subject != nil {
 				got.Line = first.Subject.Start.Line
+				if want.Col != 0 {
+					got.Col = first.Subject.Start.Column
+				}
 			}
 			got.Details = want.Details
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -245,10 +245,15 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 	diags = append(diags, p.assignVariables(opts)...)
 	ev, ed := newEvaluator(p, opts.StepTypes)
 	diags = append(diags, ed...)
+	if ev != nil && !ed.HasErrors() {
+		// Values are checked even after a block-level error elsewhere, so one run
+		// reports a mistyped attribute name and a mistyped value together.
+		p.ev = ev
+		diags = append(diags, p.checkDataValues()...)
+	}
 	if diags.HasErrors() {
 		return diags
 	}
-	p.ev = ev
 	p.types = opts.StepTypes
 	diags = append(diags, p.expand(opts.StepTypes)...)
 	if diags.HasErrors() {

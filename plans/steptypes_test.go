@@ -3,6 +3,7 @@ package plans_test
 import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps/vocab"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -17,6 +18,15 @@ func (s specType) OutputType() cty.Type    { return s.out }
 
 var _ plans.StepType = specType{}
 
+// readsData is a step type that reads data blocks, as the real block step does: it
+// hands the language the real vocabulary, so the tests check campaign values
+// against the lists the simulator, corpus generator and scraper own.
+type readsData struct{ specType }
+
+func (readsData) Vocabulary() plans.Vocabulary { return vocab.Vocabulary() }
+
+var _ plans.VocabularyProvider = readsData{}
+
 func attr(name string, ty cty.Type, required bool) *hcldec.AttrSpec {
 	return &hcldec.AttrSpec{Name: name, Type: ty, Required: required}
 }
@@ -29,12 +39,13 @@ func testStepTypes() plans.StepTypes {
 		out:  cty.Object(map[string]cty.Type{"identity": cty.String}),
 	}
 	return plans.StepTypes{
-		"block": specType{
+		"block": readsData{specType{
 			spec: hcldec.ObjectSpec{
-				"target":       attr("target", cty.DynamicPseudoType, false),
-				"workload":     attr("workload", cty.DynamicPseudoType, false),
-				"concurrency":  attr("concurrency", cty.Number, false),
-				"requests":     attr("requests", cty.Number, false),
+				"target":   attr("target", cty.DynamicPseudoType, false),
+				"workload": attr("workload", cty.DynamicPseudoType, false),
+				// Range-checked as the real block step checks them.
+				"concurrency":  &hcldec.ValidateSpec{Wrapped: attr("concurrency", cty.Number, false), Func: plans.WholeAtLeast("concurrency", 1)},
+				"requests":     &hcldec.ValidateSpec{Wrapped: attr("requests", cty.Number, false), Func: plans.WholeAtLeast("requests", 1)},
 				"repetition":   attr("repetition", cty.Number, false),
 				"arm":          attr("arm", cty.String, false),
 				"cell":         attr("cell", cty.String, false),
@@ -51,7 +62,7 @@ func testStepTypes() plans.StepTypes {
 				"concurrency":         cty.Number,
 				"requests":            cty.Number,
 			}),
-		},
+		}},
 		"freeze": specType{
 			spec: hcldec.ObjectSpec{"values": attr("values", cty.DynamicPseudoType, true)},
 			out:  cty.Object(map[string]cty.Type{"values": cty.DynamicPseudoType}),

@@ -1,6 +1,8 @@
 package plans
 
 import (
+	"time"
+
 	"github.com/hashicorp/hcl/v2"
 )
 
@@ -17,63 +19,123 @@ type DataBlock struct {
 // ID is how references name the block, e.g. "target.incumbent".
 func (d *DataBlock) ID() string { return d.Kind + "." + d.Name }
 
-// dataSchemas fix the attributes each data block accepts, so a typo is an error at
-// load time rather than a silently ignored setting at 2 a.m.
-var dataSchemas = map[string]*hcl.BodySchema{
-	blockHost: attrSchema(
-		"docker",        // Docker Engine URL: unix://, tcp://, ssh://; empty means DOCKER_HOST
-		"gpus",          // "nvml", "dcgm" or "sim"
-		"dcgm_endpoint", // gpus = "dcgm": the node's dcgm-exporter metrics URL
-		"runtime",       // "docker" or "sim"
-		"sim_gpus", "sim_power_limit_watts",
-		"gpu_interval",                                // GPU sampling interval during a block (default "1s")
-		"sim_power_drift_at", "sim_power_drift_watts", // sim: every limit becomes drift_watts this long after the GPUs first appear
-		"sim_dir", // sim runtime: absolute directory of its container state (default: the user's runtime or cache dir)
+// dataSchemas type every attribute of each data block, so a typo or a wrong value
+// is a diagnostic at its range when the file is read, never a setting silently
+// ignored at 2 a.m. Enumerations and structured values are checked against the
+// vocabulary of the code that consumes them (Vocabulary).
+var dataSchemas = map[string]*dataSchema{
+	blockHost: newDataSchema(nil,
+		dataAttr{"docker", tString{format: CheckDocker, example: "unix:///var/run/docker.sock"}}, // "" means DOCKER_HOST
+		dataAttr{"gpus", tEnum{EnumGPUSource}},
+		// gpus = "dcgm": the node's dcgm-exporter metrics URL
+		dataAttr{"dcgm_endpoint", tString{format: CheckDCGM, example: "http://10.0.0.5:9400/metrics"}},
+		dataAttr{"runtime", tEnum{EnumRuntime}},
+		dataAttr{"sim_gpus", wholeAtLeast(1)},
+		dataAttr{"sim_power_limit_watts", above(0)},
+		dataAttr{"gpu_interval", tDuration{min: time.Millisecond, example: "1s"}}, // sampling interval during a block
+		// sim: every limit becomes drift_watts this long after the GPUs first appear
+		dataAttr{"sim_power_drift_at", tDuration{positive: true, example: "30s"}},
+		dataAttr{"sim_power_drift_watts", above(0)},
+		// sim runtime: absolute directory of its container state
+		dataAttr{"sim_dir", tString{absPath: true, example: "/var/lib/rigor-sim"}},
 	),
-	blockTarget: attrSchema(
-		"host", "runtime", "container", "image", "endpoint", "metrics", "model",
-		"profile", "listen", "api_key", "time_scale", "seed", "faults", "reasoning_field",
-		"health_path", "health_timeout", "command", "env", "ports", "mounts", "shm_size", "gpus",
-		"running_metric", "waiting_metric", "preflight", "protected_files",
-		"memory", "cpus", "labels", // docker runtime: container limits and labels
-		"identity_header", // response header naming the incarnation that answered; "" disables
+	blockTarget: newDataSchema(map[string]string{
+		"listen": "A target listens where its endpoint says: the simulator binds the endpoint's host:port. Remove listen and set endpoint.",
+	},
+		dataAttr{"host", tHost{}},
+		dataAttr{"runtime", tEnum{EnumRuntime}},
+		dataAttr{"container", tString{nonEmpty: true, example: "glm53-incumbent"}},
+		dataAttr{"image", tString{nonEmpty: true, example: "sha256:..."}},
+		dataAttr{"endpoint", tURL{schemes: []string{"http", "https"}, example: "http://127.0.0.1:8000"}},
+		dataAttr{"metrics", tURL{schemes: []string{"http", "https"}, example: "http://127.0.0.1:8000/metrics"}},
+		dataAttr{"model", tString{nonEmpty: true, example: "glm53"}},
+		dataAttr{"profile", tEnum{EnumSimProfile}},
+		dataAttr{"api_key", tString{}},
+		dataAttr{"time_scale", above(0)},
+		dataAttr{"seed", wholeAtLeast(0)},
+		dataAttr{"faults", tFaults{}},
+		dataAttr{"reasoning_field", tEnum{EnumReasoning}},
+		dataAttr{"health_path", tString{prefix: "/", example: "/health"}},
+		dataAttr{"health_timeout", tDuration{positive: true, example: "60s"}},
+		// docker runtime: the container's configuration, limits and labels
+		dataAttr{"command", tStrings{example: `["vllm", "serve"]`}},
+		dataAttr{"env", tStringMap{example: `{ HF_HOME = "/models" }`}},
+		dataAttr{"ports", tStrings{example: `["8000:8000"]`}},
+		dataAttr{"mounts", tStrings{example: `["/models:/models:ro"]`}},
+		dataAttr{"shm_size", tString{format: CheckSize, example: "16g"}},
+		dataAttr{"memory", tString{format: CheckSize, example: "64GiB"}},
+		dataAttr{"cpus", above(0)},
+		dataAttr{"labels", tStringMap{example: `{ team = "serving" }`}},
+		dataAttr{"gpus", tGPUs{}},
+		dataAttr{"preflight", tStrings{nested: true, example: `[["sh", "-c", "true"]]`}},
+		dataAttr{"protected_files", tStrings{example: `["/etc/flare/config.yaml"]`}},
+		// response header naming the incarnation that answered; "" disables
+		dataAttr{"identity_header", tString{format: CheckIdentityHeader, example: "X-Rigor-Incarnation"}},
 		// The serving engine ("vllm" by default, or "sglang") picks the native metric
 		// names' preset; each *_metric attribute overrides one name. cache_reset is
 		// the path POSTed to empty the prefix cache, e.g. "/reset_prefix_cache".
-		"engine", "cache_reset",
-		"kv_usage_metric", "prefix_cache_queries_metric", "prefix_cache_hits_metric",
-		"prompt_tokens_metric", "generation_tokens_metric", "preemptions_metric",
-		"request_success_metric", "finished_reason_label", "requests_aborted_metric",
+		dataAttr{"engine", tEnum{EnumEngine}},
+		dataAttr{"cache_reset", tString{format: CheckCacheReset, example: "/reset_prefix_cache"}},
+		dataAttr{"running_metric", metricName},
+		dataAttr{"waiting_metric", metricName},
+		dataAttr{"kv_usage_metric", metricName},
+		dataAttr{"prefix_cache_queries_metric", metricName},
+		dataAttr{"prefix_cache_hits_metric", metricName},
+		dataAttr{"prompt_tokens_metric", metricName},
+		dataAttr{"generation_tokens_metric", metricName},
+		dataAttr{"preemptions_metric", metricName},
+		dataAttr{"request_success_metric", metricName},
+		dataAttr{"finished_reason_label", tString{nonEmpty: true, example: "finished_reason"}},
+		dataAttr{"requests_aborted_metric", metricName},
 	),
-	blockWorkload: attrSchema(
-		"corpus", "corpus_seed", "nominal_context", "prefixes", "api",
-		"max_tokens", "temperature", "top_p", "seed", "reasoning_effort",
-		"fresh_prefixes", // a cold lane: new prompts every repetition
+	blockWorkload: newDataSchema(nil,
+		dataAttr{"corpus", tEnum{EnumCorpus}},
+		dataAttr{"corpus_seed", wholeAtLeast(0)},
+		dataAttr{"nominal_context", wholeAtLeast(1)},
+		dataAttr{"prefixes", tEnum{EnumPrefixes}},
+		dataAttr{"api", tEnum{EnumAPI}},
+		dataAttr{"max_tokens", wholeAtLeast(1)},
+		dataAttr{"temperature", tNumber{min: 0, max: 2, hasMin: true, hasMax: true}},
+		dataAttr{"top_p", tNumber{min: 0, max: 1, hasMin: true, hasMax: true, minOpen: true}},
+		dataAttr{"seed", wholeAtLeast(0)},
+		dataAttr{"reasoning_effort", tString{nonEmpty: true, example: "max"}},
+		dataAttr{"fresh_prefixes", tBool{}}, // a cold lane: new prompts every repetition
 		// The fixed-output fixture (seed 000): min_tokens and ignore_eos are sent as
 		// vLLM and SGLang name them; the assertions check every request's usage
 		// (outcome assertion_failed when it differs).
-		"min_tokens", "ignore_eos", "assert_prompt_tokens", "assert_completion_tokens",
+		dataAttr{"min_tokens", wholeAtLeast(0)},
+		dataAttr{"ignore_eos", tBool{}},
+		dataAttr{"assert_prompt_tokens", wholeAtLeast(1)},
+		dataAttr{"assert_completion_tokens", wholeAtLeast(1)},
 	),
-	blockGate: attrSchema(
-		"health", "idle", "identity", "frozen_inputs", "power_limit_watts", "gpu_count",
-		"driver", "max_ttft_error",
+	blockGate: newDataSchema(map[string]string{
+		"frozen_inputs":  "Frozen inputs are declared once, for the whole campaign: campaign { frozen = [...] }, checked before every step. A gate does not take them.",
+		"max_ttft_error": "max_ttft_error is a setting of a calibrate step (the simulator's fidelity gate), not of a block gate.",
+	},
+		dataAttr{"health", tBool{}},
+		dataAttr{"idle", tBool{}},
+		dataAttr{"identity", tBool{}},
+		dataAttr{"power_limit_watts", above(0)},
+		dataAttr{"gpu_count", wholeAtLeast(1)},
+		dataAttr{"driver", tString{nonEmpty: true, example: "580.82.07"}},
 	),
 }
 
-func attrSchema(names ...string) *hcl.BodySchema {
-	s := &hcl.BodySchema{}
-	for _, n := range names {
-		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: n})
-	}
-	return s
-}
+// metricName is a Prometheus metric name overriding one of the engine preset's.
+var metricName = tString{nonEmpty: true, example: "vllm:num_requests_running"}
 
 func decodeDataBlock(b *hcl.Block) (*DataBlock, hcl.Diagnostics) {
 	schema := dataSchemas[b.Type]
-	content, diags := b.Body.Content(schema)
-	diags = listValid(diags, b.Type+" blocks", schemaNames(schema))
+	content, diags := b.Body.Content(schema.body)
+	diags = listValid(diags, b.Type+" blocks", schema.names())
 	if content == nil {
 		return nil, diags
+	}
+	for _, name := range sortedKeys(schema.refused) {
+		if a, ok := content.Attributes[name]; ok {
+			diags = append(diags, errorAt(a.NameRange, "Unsupported argument", "%s blocks do not take %q. %s", b.Type, name, schema.refused[name]))
+			delete(content.Attributes, name)
+		}
 	}
 	if b.Type == blockTarget {
 		if _, ok := content.Attributes["endpoint"]; !ok {
@@ -86,4 +148,17 @@ func decodeDataBlock(b *hcl.Block) (*DataBlock, hcl.Diagnostics) {
 		}
 	}
 	return &DataBlock{Kind: b.Type, Name: b.Labels[0], Attrs: content.Attributes, DeclRange: b.DefRange, SrcRange: blockRange(b)}, diags
+}
+
+// checkDataValues checks every data block value known at plan time. A value that
+// waits for a step's outputs is checked by Instance.Evaluate once it is known.
+func (p *Plan) checkDataValues() hcl.Diagnostics {
+	// Without step outputs: evaluation problems are reported by expansion, which
+	// evaluates the same context again.
+	ctx, _ := p.ev.context(nil, false)
+	var diags hcl.Diagnostics
+	for _, d := range p.Data {
+		diags = append(diags, p.ev.checkData(d, ctx)...)
+	}
+	return diags
 }

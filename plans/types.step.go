@@ -194,8 +194,13 @@ func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (Meta, hcl.Diagnosti
 	}
 	if s, ok := str(metaTimeout); ok {
 		d, err := ParseDuration(s)
-		if err != nil {
+		switch {
+		case err != nil:
 			diags = append(diags, errorAt(attrs[metaTimeout].Expr.Range(), "Invalid duration", "timeout: %s.", err))
+		case d <= 0:
+			// A zero bound would end the step before it starts; no timeout means
+			// the step type's default.
+			diags = append(diags, errorAt(attrs[metaTimeout].Expr.Range(), "Invalid duration", "timeout %q: want a positive duration such as \"10m\", or no timeout for the step type's default.", s))
 		}
 		m.Timeout = d
 	}

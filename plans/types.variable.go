@@ -155,18 +155,27 @@ func parseRawVariable(v *Variable, raw, where string) (cty.Value, hcl.Diagnostic
 	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
 	}
+	// One diagnostic, whatever went wrong: the text is not an HCL source file, so
+	// a parser's own errors (a bare word read as a reference, "Variables not
+	// allowed" at line 1 of no file) would only restate this one less clearly.
+	bad := func(why string) (cty.Value, hcl.Diagnostics) {
+		return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+			Detail: fmt.Sprintf("%s: variable %q is a %s; %q %s.", where, v.Name, typeexpr.TypeString(v.Type), shorten(raw), why)}}
+	}
 	expr, diags := parseExpression([]byte(raw), where)
 	if diags.HasErrors() {
 		return cty.NilVal, diags
 	}
+	if len(expr.Variables()) > 0 {
+		return bad("is not one (write it as an HCL value, e.g. 8000, true or [\"a\"])")
+	}
 	val, diags := expr.Value(nil)
 	if diags.HasErrors() {
-		return cty.NilVal, diags
+		return bad("cannot be evaluated")
 	}
 	cv, err := convert.Convert(val, v.Type)
 	if err != nil {
-		return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
-			Detail: fmt.Sprintf("%s: variable %q needs %s: %s.", where, v.Name, typeexpr.TypeString(v.Type), err)}}
+		return bad("is not one: " + err.Error())
 	}
 	return cv, nil
 }
@@ -202,4 +211,12 @@ func (p *Plan) readVarFile(path string, byName map[string]*Variable, names []str
 		v.Value, v.Source = cv, "var-file"
 	}
 	return diags
+}
+
+// shorten keeps a value quoted in a diagnostic to one readable line.
+func shorten(s string) string {
+	if len(s) <= 60 {
+		return s
+	}
+	return s[:57] + "..."
 }

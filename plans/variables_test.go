@@ -151,8 +151,8 @@ func TestBadVariableValues(t *testing.T) {
 	}{
 		"var without =":       {opts: plans.Options{Vars: []string{"x"}}, summary: "Invalid --var", detail: `--var "x" must have the form NAME=VALUE.`},
 		"var undeclared":      {opts: plans.Options{Vars: []string{"nn=2"}}, summary: "Value for undeclared variable", detail: `Did you mean "n"?`},
-		"var wrong type":      {opts: plans.Options{Vars: []string{"n=many"}}, summary: "Variables not allowed", detail: "Variables may not be used here."},
-		"var not a list":      {opts: plans.Options{Vars: []string{`list="a"`}}, summary: "Invalid value for variable", detail: `--var list: variable "list" needs list(number)`},
+		"var wrong type":      {opts: plans.Options{Vars: []string{"n=many"}}, summary: "Invalid value for variable", detail: `--var n: variable "n" is a number; "many" is not one`},
+		"var not a list":      {opts: plans.Options{Vars: []string{`list="a"`}}, summary: "Invalid value for variable", detail: `--var list: variable "list" is a list(number)`},
 		"env wrong type":      {opts: plans.Options{Env: []string{`RIGOR_VAR_n="x"`}}, summary: "Invalid value for variable", detail: "environment variable RIGOR_VAR_n"},
 		"var-file missing":    {opts: plans.Options{VarFiles: []string{filepath.Join(dir, "nope.rvars")}}, summary: "Cannot read --var-file", detail: "nope.rvars"},
 		"var-file undeclared": {opts: plans.Options{VarFiles: []string{filepath.Join(dir, "typo.rvars")}}, summary: "Value for undeclared variable", detail: `Did you mean "x"?`},

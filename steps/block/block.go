@@ -13,12 +13,14 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/agent"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
 	"github.com/rigor-bench/rigor/steps/internal/promscrape"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
+	"github.com/rigor-bench/rigor/steps/vocab"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -26,27 +28,28 @@ import (
 type Step struct{}
 
 var _ engine.Step = Step{}
+var _ plans.VocabularyProvider = Step{}
 var _ engine.DefaultTimeout = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"target":          &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
 	"workload":        &hcldec.AttrSpec{Name: "workload", Type: cty.DynamicPseudoType, Required: true},
-	"concurrency":     &hcldec.AttrSpec{Name: "concurrency", Type: cty.Number, Required: true},
-	"requests":        &hcldec.AttrSpec{Name: "requests", Type: cty.Number, Required: true},
-	"repetition":      &hcldec.AttrSpec{Name: "repetition", Type: cty.Number},
+	"concurrency":     &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "concurrency", Type: cty.Number, Required: true}, Func: plans.WholeAtLeast("concurrency", 1)},
+	"requests":        &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "requests", Type: cty.Number, Required: true}, Func: plans.WholeAtLeast("requests", 1)},
+	"repetition":      &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "repetition", Type: cty.Number}, Func: plans.WholeAtLeast("repetition", 0)},
 	"arm":             &hcldec.AttrSpec{Name: "arm", Type: cty.String},
 	"cell":            &hcldec.AttrSpec{Name: "cell", Type: cty.String},
 	"gates":           &hcldec.AttrSpec{Name: "gates", Type: cty.DynamicPseudoType},
 	"mode":            &hcldec.AttrSpec{Name: "mode", Type: cty.String},
-	"rate":            &hcldec.AttrSpec{Name: "rate", Type: cty.Number},
-	"request_timeout": &hcldec.AttrSpec{Name: "request_timeout", Type: cty.String},
-	"native_interval": &hcldec.AttrSpec{Name: "native_interval", Type: cty.String},
+	"rate":            &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "rate", Type: cty.Number}, Func: plans.Above("rate", 0)},
+	"request_timeout": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "request_timeout", Type: cty.String}, Func: plans.PositiveDuration("request_timeout", 0, "5m")},
+	"native_interval": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "native_interval", Type: cty.String}, Func: plans.PositiveDuration("native_interval", 0, "1s")},
 	// The corpus protocol (see corpus.go and cache.go). corpus_seed replaces the
 	// workload's; phase is the meta-argument, passed by the language; primed says an
 	// earlier block of the arm's cell sent this corpus; expect_cache declares the
 	// cache state instead of deriving it; reset_cache empties the target's prefix
 	// cache (its cache_reset call) before anything is sent.
-	"corpus_seed":  &hcldec.AttrSpec{Name: "corpus_seed", Type: cty.Number},
+	"corpus_seed":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "corpus_seed", Type: cty.Number}, Func: plans.WholeAtLeast("corpus_seed", 0)},
 	"phase":        &hcldec.AttrSpec{Name: "phase", Type: cty.String},
 	"primed":       &hcldec.AttrSpec{Name: "primed", Type: cty.Bool},
 	"expect_cache": &hcldec.AttrSpec{Name: "expect_cache", Type: cty.String},
@@ -74,6 +77,10 @@ var outputType = cty.Object(mergeTypes(map[string]cty.Type{
 
 // Spec is the schema of a block step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
+
+// Vocabulary is what the step knows of the data blocks it reads (targets, their
+// hosts, workloads, gates), so the language checks their values at validate time.
+func (Step) Vocabulary() plans.Vocabulary { return vocab.Vocabulary() }
 
 // OutputType lists the block's outputs.
 func (Step) OutputType() cty.Type { return outputType }
@@ -196,7 +203,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 			interval = d
 		}
 	}
-	stopNative := sampleNative(sc.Path("native-samples.jsonl"), t, interval)
+	stopNative := sampleNative(sc.Path("native-samples.jsonl"), t, interval, sc.Redact)
 	var records []loadgen.Record
 	onRecord := lc.OnRecord
 	lc.OnRecord = func(r loadgen.Record) {

@@ -210,7 +210,7 @@ func runSimBlock(t *testing.T, rn *sim.Running, o blockOpts) blockRun {
 	// Every attribute of the schema is present, null when unset, as after decoding.
 	for name, s := range (block.Step{}).Spec() {
 		if _, ok := attrs[name]; !ok {
-			attrs[name] = cty.NullVal(s.(*hcldec.AttrSpec).Type)
+			attrs[name] = cty.NullVal(hcldec.ImpliedType(s))
 		}
 	}
 	dir := t.TempDir()

@@ -23,7 +23,7 @@ func blockConfig(attrs map[string]cty.Value) cty.Value {
 			full[name] = v
 			continue
 		}
-		full[name] = cty.NullVal(s.(*hcldec.AttrSpec).Type)
+		full[name] = cty.NullVal(hcldec.ImpliedType(s))
 	}
 	return cty.ObjectVal(full)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
@@ -163,7 +164,7 @@ func gpuSource(host cty.Value, name, kind string) (gpu.Source, time.Duration, er
 		}
 		return gpu.DCGM{URL: u}, interval, nil
 	}
-	return nil, 0, fmt.Errorf("host %s: gpus = %q: want \"nvml\", \"dcgm\" or \"sim\"", name, kind)
+	return nil, 0, fmt.Errorf("host %s: gpus = %q: want one of %s", name, kind, strings.Join(gpu.Sources(), ", "))
 }
 
 // remoteDocker reports whether a Docker Engine URL names another machine.

@@ -52,7 +52,7 @@ func heldBlock(t *testing.T, addr string, tgt cty.Value, history []engine.Ended,
 	}
 	for name, s := range (block.Step{}).Spec() {
 		if _, ok := attrs[name]; !ok {
-			attrs[name] = cty.NullVal(s.(*hcldec.AttrSpec).Type)
+			attrs[name] = cty.NullVal(hcldec.ImpliedType(s))
 		}
 	}
 	dir := t.TempDir()

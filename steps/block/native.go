@@ -28,7 +28,10 @@ type nativeSample struct {
 // sampleNative reads the target's gauges every interval into native-samples.jsonl
 // until stop is called, so the report can state the engine's concurrency from the
 // engine rather than infer it from the client.
-func sampleNative(path string, t target.Target, interval time.Duration) (stop func()) {
+//
+// redact is applied to a scrape error before it is written: the metrics URL it
+// quotes may carry a secret (a token in its query).
+func sampleNative(path string, t target.Target, interval time.Duration, redact func(string) string) (stop func()) {
 	f, err := os.Create(path)
 	if err != nil {
 		return func() {}
@@ -57,7 +60,7 @@ func sampleNative(path string, t target.Target, interval time.Duration) (stop fu
 				if ctx.Err() != nil {
 					return
 				}
-				s.Error = err.Error()
+				s.Error = redact(err.Error())
 			} else {
 				if v, ok := snap.Sum(t.RunningMetric); ok {
 					s.Running = &v

@@ -36,7 +36,7 @@ func TestSampleNativeSeesRequestsInFlight(t *testing.T) {
 		}
 	}()
 	path := filepath.Join(t.TempDir(), "native-samples.jsonl")
-	stop := sampleNative(path, tg, 20*time.Millisecond)
+	stop := sampleNative(path, tg, 20*time.Millisecond, func(s string) string { return s })
 	time.Sleep(300 * time.Millisecond)
 	stop()
 	f, err := os.Open(path)

@@ -35,7 +35,7 @@ var spec = hcldec.ObjectSpec{
 	"tags":       &hcldec.AttrSpec{Name: "tags", Type: cty.List(cty.String)},
 	"build_args": &hcldec.AttrSpec{Name: "build_args", Type: cty.Map(cty.String)},
 	"labels":     &hcldec.AttrSpec{Name: "labels", Type: cty.Map(cty.String)},
-	"cpus":       &hcldec.AttrSpec{Name: "cpus", Type: cty.Number},
+	"cpus":       &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "cpus", Type: cty.Number}, Func: plans.Above("cpus", 0)},
 	"memory":     &hcldec.AttrSpec{Name: "memory", Type: cty.String},
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
@@ -23,14 +24,14 @@ var _ engine.Step = Step{}
 var _ engine.DefaultTimeout = Step{}
 
 var spec = hcldec.ObjectSpec{
-	"concurrency":     &hcldec.AttrSpec{Name: "concurrency", Type: cty.Number, Required: true},
-	"tokens":          &hcldec.AttrSpec{Name: "tokens", Type: cty.Number, Required: true},
-	"requests":        &hcldec.AttrSpec{Name: "requests", Type: cty.Number},
-	"tpot":            &hcldec.AttrSpec{Name: "tpot", Type: cty.String},
-	"first_token":     &hcldec.AttrSpec{Name: "first_token", Type: cty.String},
-	"nominal_context": &hcldec.AttrSpec{Name: "nominal_context", Type: cty.Number},
-	"max_ttft_error":  &hcldec.AttrSpec{Name: "max_ttft_error", Type: cty.String},
-	"max_tpot_error":  &hcldec.AttrSpec{Name: "max_tpot_error", Type: cty.String},
+	"concurrency":     &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "concurrency", Type: cty.Number, Required: true}, Func: plans.WholeAtLeast("concurrency", 1)},
+	"tokens":          &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "tokens", Type: cty.Number, Required: true}, Func: plans.WholeAtLeast("tokens", 1)},
+	"requests":        &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "requests", Type: cty.Number}, Func: plans.WholeAtLeast("requests", 1)},
+	"tpot":            &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "tpot", Type: cty.String}, Func: plans.PositiveDuration("tpot", 0, "20ms")},
+	"first_token":     &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "first_token", Type: cty.String}, Func: plans.PositiveDuration("first_token", 0, "200ms")},
+	"nominal_context": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "nominal_context", Type: cty.Number}, Func: plans.WholeAtLeast("nominal_context", 1)},
+	"max_ttft_error":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "max_ttft_error", Type: cty.String}, Func: plans.PositiveDuration("max_ttft_error", 0, "25ms")},
+	"max_tpot_error":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "max_tpot_error", Type: cty.String}, Func: plans.PositiveDuration("max_tpot_error", 0, "2ms")},
 }
 
 var outputType = cty.Object(map[string]cty.Type{

@@ -9,8 +9,10 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
+	"github.com/rigor-bench/rigor/steps/vocab"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -18,6 +20,7 @@ import (
 type Step struct{}
 
 var _ engine.Step = Step{}
+var _ plans.VocabularyProvider = Step{}
 var _ engine.DefaultTimeout = Step{}
 var _ engine.Refresher = Step{}
 var _ engine.Placer = Step{}
@@ -38,6 +41,10 @@ var Identity = cty.Object(map[string]cty.Type{
 
 // Spec is the schema of a deploy step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
+
+// Vocabulary is what the step knows of the data blocks it reads (targets, their
+// hosts, workloads, gates), so the language checks their values at validate time.
+func (Step) Vocabulary() plans.Vocabulary { return vocab.Vocabulary() }
 
 // OutputType is the identity of the deployed container.
 func (Step) OutputType() cty.Type { return Identity }

@@ -35,7 +35,7 @@ var spec = hcldec.ObjectSpec{
 	"where":     &hcldec.AttrSpec{Name: "where", Type: cty.String},             // "host", "container" or "simulator"
 	"container": &hcldec.AttrSpec{Name: "container", Type: cty.String},         // default: the target's container
 	"command":   &hcldec.AttrSpec{Name: "command", Type: cty.List(cty.String)}, // required unless where = "simulator"
-	"duration":  &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true},
+	"duration":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true}, Func: plans.PositiveDuration("duration", 0, "20s")},
 	"output":    &hcldec.AttrSpec{Name: "output", Type: cty.String},
 	"args":      &hcldec.AttrSpec{Name: "args", Type: cty.List(cty.String)}, // extra `nsys profile` options
 	"nsys":      &hcldec.AttrSpec{Name: "nsys", Type: cty.String},           // the nsys binary (default "nsys")

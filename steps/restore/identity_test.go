@@ -27,7 +27,7 @@ import (
 func stepConfig(s engine.Step, attrs map[string]cty.Value) cty.Value {
 	m := map[string]cty.Value{}
 	for name, sp := range s.Spec() {
-		m[name] = cty.NullVal(sp.(*hcldec.AttrSpec).Type)
+		m[name] = cty.NullVal(hcldec.ImpliedType(sp))
 	}
 	for k, v := range attrs {
 		m[k] = v

@@ -15,6 +15,7 @@ import (
 	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
+	"github.com/rigor-bench/rigor/steps/vocab"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -22,6 +23,7 @@ import (
 type Step struct{}
 
 var _ engine.Step = Step{}
+var _ plans.VocabularyProvider = Step{}
 var _ engine.DefaultTimeout = Step{}
 var _ engine.FileInputs = Step{}
 var _ engine.PinnedInputs = Step{}
@@ -50,6 +52,10 @@ func (Step) PublicArguments() map[string]string {
 
 // Spec is the schema of a restore step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
+
+// Vocabulary is what the step knows of the data blocks it reads (targets, their
+// hosts, workloads, gates), so the language checks their values at validate time.
+func (Step) Vocabulary() plans.Vocabulary { return vocab.Vocabulary() }
 
 // OutputType is the identity of the restored container.
 func (Step) OutputType() cty.Type { return deploy.Identity }

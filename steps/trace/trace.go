@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
@@ -31,9 +32,9 @@ var spec = hcldec.ObjectSpec{
 	"target":      &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
 	"url":         &hcldec.AttrSpec{Name: "url", Type: cty.String},
 	"method":      &hcldec.AttrSpec{Name: "method", Type: cty.String},
-	"duration":    &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true},
+	"duration":    &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true}, Func: plans.PositiveDuration("duration", 0, "1s")},
 	"ranks":       &hcldec.AttrSpec{Name: "ranks", Type: cty.List(cty.Number), Required: true},
-	"min_samples": &hcldec.AttrSpec{Name: "min_samples", Type: cty.Number},
+	"min_samples": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "min_samples", Type: cty.Number}, Func: plans.WholeAtLeast("min_samples", 1)},
 }
 
 var outputType = cty.Object(map[string]cty.Type{

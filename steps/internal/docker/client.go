@@ -53,6 +53,26 @@ func HostURL(declared string) string {
 	return client.DefaultDockerHost
 }
 
+// CheckHost refuses a host attribute no client can be made for, without dialling:
+// "" (DOCKER_HOST) and unix://, tcp://, npipe:// or ssh:// URLs are accepted.
+func CheckHost(host string) error {
+	if host == "" {
+		return nil
+	}
+	if strings.HasPrefix(host, "ssh://") {
+		// The host name reaches the ssh command line: refuse anything ssh could
+		// read as an option.
+		if u, perr := neturl.Parse(host); perr != nil || u.Hostname() == "" || strings.HasPrefix(u.Hostname(), "-") || u.RawQuery != "" {
+			return fmt.Errorf("docker host %s: %w: use ssh://[user@]host[:port][/socket path]", host, ErrSSHUnsupported)
+		}
+		return nil
+	}
+	if _, err := client.ParseHostURL(host); err != nil {
+		return fmt.Errorf("docker host %q: %v; use unix:///var/run/docker.sock, tcp://host:2375 or ssh://user@host", host, err)
+	}
+	return nil
+}
+
 // Connect returns a client for the engine at host (see HostURL) after a bounded
 // ping. Successful clients are cached per URL for the life of the process.
 func Connect(ctx context.Context, host string) (*Client, error) {
@@ -70,8 +90,8 @@ func Connect(ctx context.Context, host string) (*Client, error) {
 		// the Engine API over its stdio, so any host ssh reaches is a target.
 		// The host name reaches the ssh command line: refuse anything ssh could
 		// read as an option.
-		if u, perr := neturl.Parse(url); perr != nil || u.Hostname() == "" || strings.HasPrefix(u.Hostname(), "-") || u.RawQuery != "" {
-			return nil, fmt.Errorf("docker host %s: %w: use ssh://[user@]host[:port][/socket path]", url, ErrSSHUnsupported)
+		if err := CheckHost(url); err != nil {
+			return nil, err
 		}
 		helper, err := connhelper.GetConnectionHelper(url)
 		if err != nil {

@@ -58,6 +58,9 @@ func ThrottleNames(bits uint64) []string {
 	return out
 }
 
+// Sources lists the GPU sources a host may name (its gpus attribute), sorted.
+func Sources() []string { return []string{DCGM{}.Kind(), NVML{}.Kind(), (*Sim)(nil).Kind()} }
+
 // NVML reads the machine's GPUs through package nvml.
 type NVML struct{}
 

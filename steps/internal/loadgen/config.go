@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,9 @@ const (
 	APIChat        = "chat"
 	APICompletions = "completions"
 )
+
+// APIs lists the API shapes a workload may send, sorted.
+func APIs() []string { return []string{APIChat, APICompletions} }
 
 // Load modes and arrival processes.
 const (
@@ -212,7 +216,7 @@ func (c Config) Validate() error {
 	if c.Model == "" {
 		bad("model is empty")
 	}
-	if c.API != APIChat && c.API != APICompletions {
+	if !slices.Contains(APIs(), c.API) {
 		bad("api %q: want %q or %q", c.API, APIChat, APICompletions)
 	}
 	if c.Concurrency < 1 {

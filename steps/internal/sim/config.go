@@ -2,6 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"reflect"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -11,6 +14,23 @@ const (
 	ReasoningFieldReasoningContent = "reasoning_content"
 	ReasoningFieldReasoning        = "reasoning"
 )
+
+// ReasoningFields are the field names the simulator can stream reasoning under.
+func ReasoningFields() []string {
+	return []string{ReasoningFieldReasoning, ReasoningFieldReasoningContent}
+}
+
+// FaultNames are the keys a faults object takes: the JSON names of Faults' fields.
+func FaultNames() []string {
+	t := reflect.TypeOf(Faults{})
+	names := make([]string, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // Chat template overhead: each message is preceded by one role-marker token and the
 // prompt ends with one assistant marker, so a chat prompt's token count is
@@ -103,7 +123,10 @@ type Faults struct {
 	TraceOverflow bool `json:"trace_overflow,omitempty"`
 }
 
-func (f Faults) validate() error {
+// Validate refuses rates that are not probabilities, negative token counts and a
+// status that is not an error; a campaign's faults are checked with it when the
+// plan is validated.
+func (f Faults) Validate() error {
 	rates := []struct {
 		name string
 		v    float64
@@ -180,7 +203,7 @@ func (c Config) normalized() (Config, error) {
 	if c.TokensPerChunk <= 0 {
 		c.TokensPerChunk = 1
 	}
-	if err := c.Faults.validate(); err != nil {
+	if err := c.Faults.Validate(); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -443,7 +443,7 @@ func (h *Host) InjectFaults(nameOrID string, f Faults) error {
 	if err != nil {
 		return err
 	}
-	if err := f.validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		return fmt.Errorf("sim: container %q: %w", rec.Name, err)
 	}
 	rec.Config.Faults = f

@@ -97,7 +97,7 @@ func (s *Server) Config() Config { return s.cfg }
 
 // SetFaults replaces the fault injection for requests that arrive from now on.
 func (s *Server) SetFaults(f Faults) error {
-	if err := f.validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	s.faults.Store(&f)

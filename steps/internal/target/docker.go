@@ -21,6 +21,9 @@ const (
 	RuntimeDocker = "docker"
 )
 
+// Runtimes lists the runtimes a host or target may name, sorted.
+func Runtimes() []string { return []string{RuntimeDocker, RuntimeSim} }
+
 // readDocker reads the attributes of the Docker runtime.
 func (t *Target) readDocker(v cty.Value) error {
 	var err error
@@ -179,7 +182,7 @@ func Inspect(ctx context.Context, t Target) (docker.Identity, error) {
 		id, _, err := c.Inspect(ctx, t.Container)
 		return id, err
 	}
-	return docker.Identity{}, fmt.Errorf("target %s: unknown runtime %q (want \"sim\" or \"docker\")", t.Name, t.Runtime)
+	return docker.Identity{}, fmt.Errorf("target %s: unknown runtime %q (want one of %s)", t.Name, t.Runtime, strings.Join(Runtimes(), ", "))
 }
 
 // ExpectedImageID is the image ID the plan expects the target to run: image itself

@@ -57,7 +57,7 @@ func (t *Target) readEngine(v cty.Value) error {
 	t.Native = names
 	t.RunningMetric, t.WaitingMetric = names.Running, names.Waiting
 	if s := Str(v, "cache_reset"); s != "" {
-		path, err := parseCacheReset(s)
+		path, err := ParseCacheReset(s)
 		if err != nil {
 			return fmt.Errorf("target %s: cache_reset: %w", t.Name, err)
 		}
@@ -66,9 +66,9 @@ func (t *Target) readEngine(v cty.Value) error {
 	return nil
 }
 
-// parseCacheReset accepts "/path" or "POST /path": the call is always a POST, as both
+// ParseCacheReset accepts "/path" or "POST /path": the call is always a POST, as both
 // vLLM's /reset_prefix_cache and SGLang's /flush_cache are.
-func parseCacheReset(s string) (string, error) {
+func ParseCacheReset(s string) (string, error) {
 	path := strings.TrimSpace(s)
 	if method, rest, ok := strings.Cut(path, " "); ok {
 		if method != "POST" {

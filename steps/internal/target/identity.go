@@ -30,13 +30,22 @@ func (t *Target) readIdentity(v cty.Value) error {
 			return fmt.Errorf("target %s: identity_header must be a header name such as %q, or \"\"", t.Name, sim.IncarnationHeader)
 		}
 		t.IdentityHeader = a.AsString()
-		if strings.ContainsAny(t.IdentityHeader, ": \r\n") {
-			return fmt.Errorf("target %s: identity_header %q is not a header name", t.Name, t.IdentityHeader)
+		if err := CheckIdentityHeader(t.IdentityHeader); err != nil {
+			return fmt.Errorf("target %s: %v", t.Name, err)
 		}
 	}
 	var err error
 	if t.ProtectedFiles, err = StrList(v, "protected_files"); err != nil {
 		return fmt.Errorf("target %s: protected_files: %v", t.Name, err)
+	}
+	return nil
+}
+
+// CheckIdentityHeader refuses an identity_header that is not a header name ("" is
+// allowed: it turns the check off).
+func CheckIdentityHeader(h string) error {
+	if strings.ContainsAny(h, ": \r\n") {
+		return fmt.Errorf("identity_header %q is not a header name", h)
 	}
 	return nil
 }

@@ -114,13 +114,8 @@ func FromValue(v cty.Value) (Target, error) {
 		t.HealthTimeout = d
 	}
 	if f := attr(v, "faults"); f != cty.NilVal && !f.IsNull() {
-		b, err := ctyjson.Marshal(f, f.Type())
-		if err != nil {
-			return t, fmt.Errorf("target %s: faults: %v", t.Name, err)
-		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&t.Faults); err != nil {
+		var err error
+		if t.Faults, err = ParseFaults(f); err != nil {
 			return t, fmt.Errorf("target %s: faults: %v", t.Name, err)
 		}
 	}
@@ -137,6 +132,22 @@ func FromValue(v cty.Value) (Target, error) {
 		t.Metrics = t.Endpoint + "/metrics"
 	}
 	return t, nil
+}
+
+// ParseFaults reads a faults object as the simulator takes it: every key a field
+// of sim.Faults, every value of its type and range.
+func ParseFaults(f cty.Value) (sim.Faults, error) {
+	var out sim.Faults
+	b, err := ctyjson.Marshal(f, f.Type())
+	if err != nil {
+		return out, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		return out, err
+	}
+	return out, out.Validate()
 }
 
 // Listen is the host:port the endpoint names, which the simulator binds.

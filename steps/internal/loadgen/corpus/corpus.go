@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,6 +68,9 @@ var (
 // Kinds returns the valid corpus kinds, sorted.
 func Kinds() []string { return []string{KindRepeatedCode, KindSummary} }
 
+// PrefixModes lists the prefix modes, sorted.
+func PrefixModes() []string { return []string{PrefixRepeated, PrefixUnique} }
+
 // Spec is the corpus setting of a workload: what every corpus rendered from it has in
 // common.
 type Spec struct {
@@ -110,15 +114,11 @@ type Prompt struct {
 
 // Validate reports the first problem with s.
 func (s Spec) Validate() error {
-	switch s.Kind {
-	case KindSummary, KindRepeatedCode:
-	default:
+	if !slices.Contains(Kinds(), s.Kind) {
 		return fmt.Errorf("%w %q: valid kinds are %s", ErrUnknownKind, s.Kind, strings.Join(Kinds(), ", "))
 	}
-	switch s.Prefixes {
-	case PrefixUnique, PrefixRepeated:
-	default:
-		return fmt.Errorf("%w %q: valid modes are %s, %s", ErrUnknownPrefix, s.Prefixes, PrefixRepeated, PrefixUnique)
+	if !slices.Contains(PrefixModes(), s.Prefixes) {
+		return fmt.Errorf("%w %q: valid modes are %s", ErrUnknownPrefix, s.Prefixes, strings.Join(PrefixModes(), ", "))
 	}
 	if s.NominalContext < MinNominalContext {
 		return fmt.Errorf("%w: %d < %d", ErrTooSmall, s.NominalContext, MinNominalContext)

@@ -1,0 +1,16 @@
+# want: "Invalid value" line 14 col 17
+# detail: concurrency: 0 is out of range: want a whole number >= 1.
+campaign "c" {
+  outage {
+    budget  = "90m"
+    reserve = "20m"
+  }
+}
+target "t" {
+  endpoint = "http://127.0.0.1:8000"
+}
+step "block" "b" {
+  target      = target.t
+  concurrency = 0
+  requests    = 8
+}
