@@ -324,6 +324,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 	spec := blockType.Spec()
 	concs, d := knownInts(m.Attrs["concurrency"], ctx0, 1)
 	diags = append(diags, d...)
+	m.Concurrencies = concs
 	reps := []int{1}
 	if a, ok := m.Attrs["repetitions"]; ok {
 		r, d := knownInts(a, ctx0, 1)

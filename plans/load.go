@@ -254,6 +254,10 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
+	diags = append(diags, p.checkDecision()...)
+	if diags.HasErrors() {
+		return diags
+	}
 	diags = append(diags, p.checkSensitive(opts.StepTypes)...)
 	return append(diags, p.validateOutage()...)
 }

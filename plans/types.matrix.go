@@ -34,7 +34,19 @@ type Matrix struct {
 	SrcRange  hcl.Range
 	Attrs     hcl.Attributes
 	Arms      []*Arm
+	// Concurrencies are the matrix's cells in declared order, known once expanded.
+	Concurrencies []int
 }
+
+func (m *Matrix) armNames() []string {
+	out := make([]string, 0, len(m.Arms))
+	for _, a := range m.Arms {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+func (m *Matrix) hasArm(name string) bool { return contains(m.armNames(), name) }
 
 // Arm is one arm of a matrix.
 type Arm struct {
