@@ -74,6 +74,7 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
+	diags = append(diags, p.evalOutage(ctx0)...)
 	type decl struct {
 		order int
 		step  *StepBlock
@@ -617,8 +618,11 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 			into[inst] = map[string]bool{}
 		}
 		targets := []ref{r}
-		if d, ok := e.entities[r.Entity].(*DataBlock); ok {
-			targets = e.stepDeps[d.ID()]
+		switch d := e.entities[r.Entity].(type) {
+		case *DataBlock, *Local:
+			// Through a data block or a local, a reference depends on the steps
+			// they name.
+			targets = e.stepDeps[d.(valueNode).ID()]
 		}
 		for _, t := range targets {
 			insts := byEntity[t.Entity]
