@@ -273,3 +273,43 @@ func TestDecisionPromotionSwitch(t *testing.T) {
 		t.Fatalf("want a type error for promotion = \"no\", got %s", diags.Error())
 	}
 }
+
+// TestMatrixPhase: a matrix's repetitions take its phase (measured by default),
+// priming blocks stay "priming", a phase outside MatrixPhases is refused with a
+// suggestion, and a decision rule may not judge an unmeasured matrix.
+func TestMatrixPhase(t *testing.T) {
+	withPhase := func(phase string) string {
+		return strings.Replace(decisionBase, "  repetitions = 3\n", "  repetitions = 3\n  priming     = true\n  phase       = "+phase+"\n", 1)
+	}
+	noRule := func(src string) string { return src[:strings.Index(src, `decision "promotion"`)] }
+	p := mustLoad(t, writeCampaign(t, noRule(withPhase(`"diagnostic"`))), plans.Options{})
+	for addr, want := range map[string]string{`block.primary["candidate/c4/r2"]`: "diagnostic", `block.primary["candidate/c4/prime"]`: "priming"} {
+		inst, ok := p.Instance(addr)
+		if !ok {
+			t.Fatalf("no %s", addr)
+		}
+		if inst.Meta.Phase != want || inst.Config.GetAttr("phase").AsString() != want {
+			t.Errorf("%s phase = %q (config %q), want %q", addr, inst.Meta.Phase, inst.Config.GetAttr("phase").AsString(), want)
+		}
+	}
+	def := mustLoad(t, writeCampaign(t, decisionBase), plans.Options{})
+	if inst, _ := def.Instance(`block.primary["candidate/c4/r2"]`); inst.Meta.Phase != "measured" {
+		t.Errorf("default phase = %q, want measured", inst.Meta.Phase)
+	}
+	cases := map[string]struct {
+		src, summary, detail string
+	}{
+		"misspelt":           {noRule(withPhase(`"diagnostc"`)), "Invalid phase", `one of measured, pilot, diagnostic. Did you mean "diagnostic"?`},
+		"not a matrix phase": {noRule(withPhase(`"restore"`)), "Invalid phase", "one of measured, pilot, diagnostic."},
+		"rule on a pilot":    {withPhase(`"pilot"`), "Decision rule on an unmeasured matrix", `Matrix "primary" has phase "pilot": a decision rule judges measured blocks only.`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, diags := load(t, writeCampaign(t, tc.src), plans.Options{})
+			errs := errorsOf(diags)
+			if len(errs) == 0 || errs[0].Summary != tc.summary || !strings.Contains(errs[0].Detail, tc.detail) || errs[0].Subject == nil {
+				t.Fatalf("want %q containing %q at a range, got %s", tc.summary, tc.detail, diags.Error())
+			}
+		})
+	}
+}

@@ -348,6 +348,25 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			}
 		}
 	}
+	phase := "measured"
+	if a, ok := m.Attrs[metaPhase]; ok {
+		v, d := a.Expr.Value(ctx0)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			v, _ = v.UnmarkDeep()
+			given := ""
+			if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+				given = v.AsString()
+			}
+			if !contains(MatrixPhases, given) {
+				diags = append(diags, errorAt(a.Expr.Range(), "Invalid phase",
+					"A matrix's phase must be known at plan time and one of %s.%s", strings.Join(MatrixPhases, ", "), didYouMean(given, MatrixPhases)))
+			} else {
+				phase = given
+			}
+		}
+	}
+	m.Phase = phase
 	corpus, d := decodeCorpus(m, ctx0, concs, priming)
 	diags = append(diags, d...)
 	metaAttrs := hcl.Attributes{}
@@ -412,7 +431,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 					key   string
 					rep   int
 					phase string
-				}{fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, "measured"})
+				}{fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, phase})
 			}
 			for _, k := range keys {
 				im := meta
@@ -427,7 +446,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 				// a measured repetition is primed when a priming block or an earlier
 				// repetition sent its corpus before it.
 				cb.reset = corpus.reset[arm.Name] && (k.phase == "priming" || (!priming && k.rep == 1))
-				if k.phase == "measured" {
+				if k.rep > 0 {
 					cb.primed = priming || k.rep > 1
 					cb.expect = corpus.expect
 				}

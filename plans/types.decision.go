@@ -398,6 +398,14 @@ func (p *Plan) checkDecision() hcl.Diagnostics {
 		}
 	}
 	var diags hcl.Diagnostics
+	if m.Phase != "measured" {
+		rng := d.DeclRange
+		if d.matrixRef != nil {
+			rng = d.matrixRef.Expr.Range()
+		}
+		diags = append(diags, errorAt(rng, "Decision rule on an unmeasured matrix",
+			"Matrix %q has phase %q: a decision rule judges measured blocks only. Compare a measured matrix, or remove the matrix's phase.", m.Name, m.Phase))
+	}
 	arms := m.armNames()
 	for _, attr := range []string{"baseline_arm", "candidate_arm"} {
 		arm := d.BaselineArm

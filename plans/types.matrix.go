@@ -36,6 +36,9 @@ type Matrix struct {
 	Arms      []*Arm
 	// Concurrencies are the matrix's cells in declared order, known once expanded.
 	Concurrencies []int
+	// Phase is the phase of the matrix's repetitions (MatrixPhases), known once
+	// expanded.
+	Phase string
 }
 
 func (m *Matrix) armNames() []string {
@@ -58,6 +61,13 @@ type Arm struct {
 	ResetCache *hcl.Attribute
 }
 
+// MatrixPhases are the phases a matrix's repetitions may have. Only a "measured"
+// matrix (the default) may be judged by a decision rule, and only its blocks make a
+// change to the analysis post-hoc once they started (engine/prereg.go); a "pilot"
+// or "diagnostic" matrix runs and is reported like any other. Priming blocks are
+// always "priming".
+var MatrixPhases = []string{"measured", "pilot", "diagnostic"}
+
 // ID is how references name the matrix's instances: step.block.NAME.
 func (m *Matrix) ID() string { return "step.block." + m.Name }
 
@@ -66,7 +76,7 @@ var matrixSchema = &hcl.BodySchema{
 		{Name: "workload", Required: true}, {Name: "concurrency", Required: true},
 		{Name: "repetitions"}, {Name: "priming"}, {Name: "requests", Required: true},
 		{Name: "timeout"}, {Name: "gates"}, {Name: "uses"}, {Name: "on_failure"},
-		{Name: "corpus_seed"}, {Name: "expect_cache"}, {Name: metaCondition},
+		{Name: "corpus_seed"}, {Name: "expect_cache"}, {Name: metaCondition}, {Name: metaPhase},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "arm", LabelNames: []string{"name"}}},
 }
