@@ -39,6 +39,8 @@ type Matrix struct {
 	// Phase is the phase of the matrix's repetitions (MatrixPhases), known once
 	// expanded.
 	Phase string
+	// Ordering is the order the arms run in, known once expanded.
+	Ordering *MatrixOrder
 }
 
 func (m *Matrix) armNames() []string {
@@ -77,6 +79,7 @@ var matrixSchema = &hcl.BodySchema{
 		{Name: "repetitions"}, {Name: "priming"}, {Name: "requests", Required: true},
 		{Name: "timeout"}, {Name: "gates"}, {Name: "uses"}, {Name: "on_failure"},
 		{Name: "corpus_seed"}, {Name: "expect_cache"}, {Name: metaCondition}, {Name: metaPhase},
+		{Name: "order"}, {Name: "order_seed"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "arm", LabelNames: []string{"name"}}},
 }

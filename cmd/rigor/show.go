@@ -115,9 +115,54 @@ func renderShow(w io.Writer, p *plans.Plan) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, outageFit(p))
+	for _, line := range orderLines(p) {
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, overlapText(p))
 	return nil
+}
+
+// orderLines states each matrix's order: the arm sequence of each repetition, the
+// swaps (changes of target between consecutive arm runs), the deploys they add and
+// what those cost in outage time at their bounds.
+func orderLines(p *plans.Plan) []string {
+	var out []string
+	for _, m := range p.Matrices {
+		mo := m.Ordering
+		if mo == nil {
+			continue
+		}
+		head := fmt.Sprintf("order of matrix %s: %s", m.Name, mo.Order)
+		switch mo.Order {
+		case plans.OrderRandomized:
+			how := "declared"
+			if mo.SeedDerived {
+				how = "derived from the matrix name"
+			}
+			head += fmt.Sprintf(" (order_seed %d, %s; recorded in the plan)", mo.Seed, how)
+		case plans.OrderAlternate:
+			head += " (declared order in odd repetitions, neighbours swapped in even ones)"
+		case plans.OrderDeclared:
+			head += " (each arm's blocks, then the next arm)"
+		}
+		out = append(out, head)
+		for i, seq := range mo.Sequences {
+			if mo.Order == plans.OrderDeclared {
+				out = append(out, "  "+strings.Join(seq, ", "))
+				break
+			}
+			out = append(out, fmt.Sprintf("  r%d: %s", i+1, strings.Join(seq, ", ")))
+		}
+		cost := fmt.Sprintf("  %d swap(s) of target", mo.Swaps)
+		if len(mo.Deploys) > 0 {
+			cost += fmt.Sprintf("; %d deploy(s) run again for them (%s), %s more outage at their bounds", len(mo.Deploys), summarizeList(mo.Deploys, 3), p.OrderCost(mo))
+		} else if mo.Order != plans.OrderDeclared {
+			cost += "; no deploy runs again, so no outage time beyond the declared order's"
+		}
+		out = append(out, cost)
+	}
+	return out
 }
 
 // maxOverlapLines bounds the pairs plan show lists; the count says how many exist.
