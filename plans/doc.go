@@ -22,7 +22,11 @@
 //     there as a digest of its canonical form (digest.go, canonexpr.go), per
 //     instance. Comments and layout change nothing; adding an arm, a cell or a
 //     repetition changes no existing instance.
-//   - Output is deterministic: instances keep declaration order, maps are sorted.
+//   - Output is deterministic: instances keep declaration order, maps are sorted;
+//     a randomized matrix order is drawn from a seed the plan records, with a
+//     generator specified here (order.go), so no Go release changes it.
+//   - A decision rule names arms and cells of one measured matrix; they are checked
+//     when the plan loads, so the report never meets a rule it cannot place.
 //   - Meta-arguments are written once, as meta-arguments; a step type whose schema
 //     names one (the block's phase) receives its value in its configuration too.
 //
