@@ -132,3 +132,31 @@ func TestMatrixOrderSharedSetup(t *testing.T) {
 		t.Fatalf("no swap deploy for c in r1: %v", runOf(p))
 	}
 }
+
+// TestOrderFitsOwnBlocksOnly: a campaign may defer an optional lane by design; an
+// order is refused only when the budget cannot hold its own blocks and deploys.
+func TestOrderFitsOwnBlocksOnly(t *testing.T) {
+	lane := `matrix "lane" {
+  workload    = workload.w
+  concurrency = [1]
+  requests    = 4
+  timeout     = "40m"
+  arm "b" {
+    target = target.candidate
+  }
+}
+step "restore" "incumbent" {`
+	src := strings.NewReplacer("ORDER", "order = \"alternate\"\n  timeout = \"2m\"", `step "restore" "incumbent" {`, lane,
+		"  target = target.candidate\n  outage = \"begin\"", "  target = target.candidate\n  outage = \"begin\"\n  timeout = \"3m\"",
+		"step \"deploy\" \"incumbent\" {\n  target = target.incumbent", "step \"deploy\" \"incumbent\" {\n  target = target.incumbent\n  timeout = \"3m\"").Replace(orderCampaign)
+	p := mustLoad(t, writeCampaign(t, src), plans.Options{})
+	if f := p.Forecast(); len(f.Deferred) != 1 || f.Deferred[0].Addr != `block.lane["b/c1/r1"]` {
+		t.Fatalf("the lane should be the only deferred step: %+v", f.Deferred)
+	}
+	// With a budget that cannot hold the order's own deploys, it is refused.
+	tight := strings.Replace(src, `budget  = "60m"`, `budget  = "35m"`, 1)
+	_, diags := load(t, writeCampaign(t, tight), plans.Options{})
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "Order does not fit the outage") {
+		t.Fatalf("want the order refused, got %s", diags.Error())
+	}
+}

@@ -181,7 +181,7 @@ func firstIn(addrs []string, set map[string]bool) string {
 
 // checkOrderFits refuses a repetition-by-repetition order whose extra deploys the
 // outage budget cannot hold: at worst case (the forecast plan show states) the
-// engine would defer steps of the campaign.
+// engine would defer blocks of the matrix or the deploys its swaps run.
 func (p *Plan) checkOrderFits() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var f *Forecast
@@ -194,19 +194,36 @@ func (p *Plan) checkOrderFits() hcl.Diagnostics {
 			fc := p.Forecast()
 			f = &fc
 		}
-		if len(f.Deferred) == 0 {
-			return nil
+		// Only what the order itself runs counts: a campaign may defer its optional
+		// lanes by design, whatever the order.
+		own := map[string]bool{}
+		for _, a := range mo.Deploys {
+			own[a] = true
+		}
+		for _, s := range mo.Segments {
+			for _, b := range s.blocks {
+				own[b.Addr] = true
+			}
+		}
+		var deferred []string
+		for _, d := range f.Deferred {
+			if own[d.Addr] {
+				deferred = append(deferred, d.Addr)
+			}
+		}
+		if len(deferred) == 0 {
+			continue
 		}
 		var names []string
-		for i, d := range f.Deferred {
+		for i, d := range deferred {
 			if i == 3 {
-				names = append(names, fmt.Sprintf("and %d more", len(f.Deferred)-i))
+				names = append(names, fmt.Sprintf("and %d more", len(deferred)-i))
 				break
 			}
-			names = append(names, d.Addr)
+			names = append(names, d)
 		}
 		diags = append(diags, errorAt(m.Attrs["order"].Expr.Range(), "Order does not fit the outage",
-			"order %q runs %d swap(s), %d of them with a deploy (%s at their bounds), and at worst case the outage budget (%s, reserve %s) cannot hold the campaign: the engine would defer %s. Use the declared order, fewer repetitions or a larger budget.",
+			"order %q runs %d swap(s), %d of them with a deploy (%s at their bounds), and at worst case the outage budget (%s, reserve %s) cannot hold the matrix: the engine would defer %s. Use the declared order, fewer repetitions or a larger budget.",
 			mo.Order, mo.Swaps, len(mo.Deploys), p.OrderCost(mo), f.Budget, f.Reserve, strings.Join(names, ", ")))
 	}
 	return diags
