@@ -417,7 +417,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 	var insts []*Instance
 	var setups []armSetup
 	// mk builds one block instance of the matrix.
-	mk := func(arm *Arm, c int, key string, rep int, ph string) *Instance {
+	mk := func(arm *Arm, c int, key string, rep int, ph string, redeployed bool) *Instance {
 		im := meta
 		im.Phase = ph
 		inst := &Instance{
@@ -431,7 +431,9 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 		// repetition sent its corpus before it.
 		cb.reset = corpus.reset[arm.Name] && (ph == "priming" || (!priming && rep == 1))
 		if rep > 0 {
-			cb.primed = priming || rep > 1
+			// A target deployed again for a swap starts with an empty cache: what
+			// the arm sent before is gone.
+			cb.primed = (priming || rep > 1) && !redeployed
 			cb.expect = corpus.expect
 		}
 		inst.evalConfig = matrixConfig(m, arm, cb, implied)
@@ -454,10 +456,10 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			setups = append(setups, armSetup{matrix: m.ID(), arm: arm, prevArm: prev, armIndex: ai})
 			for _, c := range concs {
 				if priming {
-					insts = append(insts, mk(arm, c, fmt.Sprintf("%s/c%d/prime", arm.Name, c), 0, "priming"))
+					insts = append(insts, mk(arm, c, fmt.Sprintf("%s/c%d/prime", arm.Name, c), 0, "priming", false))
 				}
 				for r := 1; r <= reps[0]; r++ {
-					insts = append(insts, mk(arm, c, fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, phase))
+					insts = append(insts, mk(arm, c, fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, phase, false))
 				}
 			}
 		}
@@ -467,6 +469,14 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 	// Repetition by repetition: each repetition runs every arm once, in the order's
 	// sequence; an arm's priming blocks come with its first run.
 	primed := map[string]bool{}
+	// A swap onto a target that some arm deploys runs that deploy again
+	// (wireOrder).
+	deployed := map[string]bool{}
+	for _, a := range m.Arms {
+		if len(a.Setup) > 0 {
+			deployed[armTargetName(a, ctx0)] = true
+		}
+	}
 	var prev *Segment
 	for r := 1; r <= reps[0]; r++ {
 		var seq []string
@@ -477,11 +487,12 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 				mo.Swaps++
 			}
 			seq = append(seq, arm.Name)
+			redeployed := primed[arm.Name] && prev != nil && prev.Target != seg.Target && deployed[seg.Target]
 			for _, c := range concs {
 				if priming && !primed[arm.Name] {
-					seg.blocks = append(seg.blocks, mk(arm, c, fmt.Sprintf("%s/c%d/prime", arm.Name, c), 0, "priming"))
+					seg.blocks = append(seg.blocks, mk(arm, c, fmt.Sprintf("%s/c%d/prime", arm.Name, c), 0, "priming", false))
 				}
-				seg.blocks = append(seg.blocks, mk(arm, c, fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, phase))
+				seg.blocks = append(seg.blocks, mk(arm, c, fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, phase, redeployed))
 			}
 			primed[arm.Name] = true
 			insts = append(insts, seg.blocks...)
