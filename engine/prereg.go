@@ -128,7 +128,8 @@ func (p *planShape) driftArm() (string, bool) {
 		name, _ := tgt["name"].(string)
 		arms = append(arms, plans.ArmTarget{Matrix: matrixName(in.Addr), Arm: in.Arm, Target: name})
 	}
-	return plans.DriftControlArm(arms, baseline, candidate), true
+	matrix, _ := rule["matrix"].(string)
+	return plans.DriftControlArm(arms, matrix, baseline, candidate), true
 }
 
 func parseShape(b []byte) (*planShape, error) {

@@ -132,6 +132,15 @@ func edit(t *testing.T, src string, pairs ...string) string {
 	return src
 }
 
+// ruleRemoved adds to want the post-hoc removal of every field of preregBase's rule.
+func ruleRemoved(want map[string]string) map[string]string {
+	for _, f := range []string{"baseline_arm", "candidate_arm", "criterion", "matched_repetitions", "matrix", "max_protected_regression",
+		"min_gain", "name", "primary_cells", "primary_metric", "protected_cells"} {
+		want["campaign.decision."+f] = engine.ClassPostHoc
+	}
+	return want
+}
+
 // TestPreRegistration: each kind of change is classified as engine semantics 10
 // says, recording follows the class, and a refusal names the change, why it shapes
 // the analysis and the measured block that makes it post-hoc.
@@ -168,11 +177,14 @@ func TestPreRegistration(t *testing.T) {
 			refused: []string{"the frozen inputs are what every measured block is held to"},
 		},
 		"candidate arm removed before it ran": {
-			edits: []string{"  arm \"candidate\" {\n    target = target.candidate\n    setup  = [step.world.deploy_candidate]\n  }\n", ""},
-			want: map[string]string{
+			// The rule names the arm, so it goes too: a rule may not name an arm the
+			// plan does not have.
+			edits: []string{"  arm \"candidate\" {\n    target = target.candidate\n    setup  = [step.world.deploy_candidate]\n  }\n", "",
+				preregBase[strings.Index(preregBase, "decision \"promotion\""):], ""},
+			want: ruleRemoved(map[string]string{
 				`block.primary["candidate/c1/r1"]`: engine.ClassPostHoc, `block.primary["candidate/c1/r2"]`: engine.ClassPostHoc,
 				`block.primary["candidate/c4/r1"]`: engine.ClassPostHoc, `block.primary["candidate/c4/r2"]`: engine.ClassPostHoc,
-			},
+			}),
 			refused: []string{`block.primary["candidate/c1/r1"] (removed): the blocks of a matrix are its arms, cells and repetitions`},
 		},
 		"description": {edits: []string{`description = "pre-registration"`, `description = "pre-registration, reviewed"`}},

@@ -284,38 +284,18 @@ func (r *run) nonAlwaysPending() bool {
 	return false
 }
 
-// claim is the resources a running or waiting step holds.
-type claim struct {
-	addr string
-	uses []string
-	// during: a capture, which runs beside its block by design, so it is never
-	// exclusive: it holds only the uses it declares.
-	during bool
-}
+// claim is the resources a running or waiting step holds (plans.Claim).
+type claim = plans.Claim
 
-func claimOf(inst *plans.Instance) claim {
-	return claim{addr: inst.Addr, uses: inst.Meta.Uses, during: inst.Meta.During != ""}
-}
+func claimOf(inst *plans.Instance) claim { return inst.Claim() }
 
-// clashes: a step with no declared uses is exclusive and clashes with everything,
-// except a capture running during a block, which holds only the uses it declares
-// and never clashes with its own block.
+// clashes: whether inst may not start beside any claimed step, by plans.Clash (a
+// step with no declared uses is exclusive, except a capture running during its
+// block).
 func clashes(inst *plans.Instance, claimed []claim) bool {
-	uses := inst.Meta.Uses
-	during := inst.Meta.During != ""
 	for _, c := range claimed {
-		if during && c.addr == inst.Meta.During {
-			continue
-		}
-		if (len(uses) == 0 && !during) || (len(c.uses) == 0 && !c.during) {
+		if clash, _ := plans.Clash(inst.Claim(), c); clash {
 			return true
-		}
-		for _, a := range uses {
-			for _, b := range c.uses {
-				if a == b {
-					return true
-				}
-			}
 		}
 	}
 	return false

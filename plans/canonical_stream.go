@@ -84,6 +84,23 @@ func (p *Plan) campaignCanonical() map[string]any {
 		// Under campaign, so a changed rule shows in the semantic diff and is an amendment.
 		camp["decision"] = p.Decision.canonical()
 	}
+	// A matrix that does not run in declared order records its order and seed (a
+	// derived seed too), so the frozen plan says how its run order was drawn.
+	// Absent otherwise, so plans without one hash as they always did.
+	orders := map[string]any{}
+	for _, m := range p.Matrices {
+		if mo := m.Ordering; mo != nil && mo.Order != OrderDeclared {
+			o := map[string]any{"order": mo.Order}
+			if mo.Order == OrderRandomized {
+				o["seed"] = mo.Seed
+				o["seed_derived"] = mo.SeedDerived
+			}
+			orders[m.Name] = o
+		}
+	}
+	if len(orders) > 0 {
+		camp["orders"] = orders
+	}
 	return camp
 }
 

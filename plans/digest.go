@@ -167,6 +167,12 @@ func (d *sourceDigester) reach(parts map[string]string, x hcl.Expression, each c
 			if v, ok := d.p.ev.entities["var."+name].(*Variable); ok {
 				parts["var."+name] = digestText(canonicalValueText(v.Value))
 			}
+		case blockLocal:
+			if l, ok := d.p.ev.entities["local."+name].(*Local); ok {
+				for k, v := range d.localParts(l, each) {
+					parts[k] = v
+				}
+			}
 		case blockHost, blockTarget, blockWorkload, blockGate:
 			if db, ok := d.p.ev.entities[root+"."+name].(*DataBlock); ok {
 				for k, v := range d.dataParts(db) {
@@ -197,6 +203,19 @@ func (d *sourceDigester) dataParts(db *DataBlock) map[string]string {
 		parts[db.ID()+"."+name] = digestText(canonicalExpr(a.Expr, d.files))
 		d.reach(parts, a.Expr, cty.NilVal)
 	}
+	return parts
+}
+
+// localParts are what a local reads when its value is not known at plan time: its
+// canonical expression and what that reads. A local cannot use each.
+func (d *sourceDigester) localParts(l *Local, each cty.Value) map[string]string {
+	parts := map[string]string{}
+	if v, diags := l.Expr.Value(d.ctx); !diags.HasErrors() && wholeKnown(v) {
+		parts[l.ID()] = digestText(canonicalValueText(v))
+		return parts
+	}
+	parts[l.ID()] = digestText(canonicalExpr(l.Expr, d.files))
+	d.reach(parts, l.Expr, each)
 	return parts
 }
 

@@ -7,14 +7,16 @@ type ArmTarget struct {
 }
 
 // DriftControlArm is the drift-control arm of a decision rule: the last arm after
-// the candidate arm, in the baseline arm's matrix, that runs the baseline's target
-// (the second A of ABBA); "" when there is none. arms is in plan order and may list
-// an arm once per cell. The report compares against it, and an amendment that
-// changes it changes what the rule compares.
-func DriftControlArm(arms []ArmTarget, baseline, candidate string) string {
-	matrix, target := "", ""
+// the candidate arm, in the rule's matrix, that runs the baseline's target (the
+// second A of ABBA); "" when there is none. arms is in plan order and may list an
+// arm once per cell. matrix is the rule's matrix; "" (a plan frozen before rules
+// named their matrix) means the first matrix with the baseline arm. The report
+// compares against it, and an amendment that changes it changes what the rule
+// compares.
+func DriftControlArm(arms []ArmTarget, matrix, baseline, candidate string) string {
+	target := ""
 	for _, a := range arms {
-		if a.Arm == baseline {
+		if a.Arm == baseline && (matrix == "" || a.Matrix == matrix) {
 			matrix, target = a.Matrix, a.Target
 			break
 		}

@@ -11,10 +11,17 @@ func TestDriftControlArm(t *testing.T) {
 		{"primary", "incumbent_before", "incumbent"}, {"primary", "candidate", "flare"},
 		{"primary", "candidate_2", "flare"}, {"primary", "incumbent_after", "incumbent"},
 	}
+	// Two matrices with the same arms: the rule's matrix decides which is compared.
+	twin := append(append([]plans.ArmTarget{}, abba...),
+		plans.ArmTarget{"extended", "incumbent_before", "incumbent"}, plans.ArmTarget{"extended", "candidate", "flare"},
+		plans.ArmTarget{"extended", "incumbent_late", "incumbent"})
 	cases := map[string]struct {
-		arms []plans.ArmTarget
-		want string
+		arms   []plans.ArmTarget
+		matrix string
+		want   string
 	}{
+		"the named matrix, not the first":       {arms: twin, matrix: "extended", want: "incumbent_late"},
+		"the first matrix when none is named":   {arms: twin, want: "incumbent_after"},
 		"ABBA":                                  {arms: abba, want: "incumbent_after"},
 		"no arm after the candidate":            {arms: abba[:3], want: ""},
 		"the last of two after-arms":            {arms: append(append([]plans.ArmTarget{}, abba...), plans.ArmTarget{"primary", "incumbent_late", "incumbent"}), want: "incumbent_late"},
@@ -24,7 +31,7 @@ func TestDriftControlArm(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := plans.DriftControlArm(tc.arms, "incumbent_before", "candidate"); got != tc.want {
+			if got := plans.DriftControlArm(tc.arms, tc.matrix, "incumbent_before", "candidate"); got != tc.want {
 				t.Errorf("DriftControlArm = %q, want %q", got, tc.want)
 			}
 		})

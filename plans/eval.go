@@ -17,9 +17,9 @@ import (
 type evaluator struct {
 	plan      *Plan
 	funcs     map[string]function.Function
-	entities  map[string]any // var.x -> *Variable, target.x -> *DataBlock, step.t.n -> *StepBlock | *Matrix
+	entities  map[string]any // var.x -> *Variable, local.x -> *Local, target.x -> *DataBlock, step.t.n -> *StepBlock | *Matrix
 	refs      map[string][]ref
-	dataOrder []*DataBlock // topological: a target comes after the host it names
+	dataOrder []valueNode // topological: a target comes after the host and the locals it names
 	vars      cty.Value
 	// stepDeps lists, per data block, the step entities it depends on transitively,
 	// so a step that names a target waits for the build the target's image comes from.
@@ -49,6 +49,9 @@ func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
 	e.vars = cty.ObjectVal(varVals)
 	for _, d := range p.Data {
 		e.entities[d.ID()] = d
+	}
+	for _, l := range p.Locals {
+		e.entities[l.ID()] = l
 	}
 	for _, s := range p.Steps {
 		e.entities[s.ID()] = s
@@ -176,31 +179,42 @@ func (e *evaluator) unordered(ids []string) map[string]bool {
 	return left
 }
 
-// orderData orders data blocks so each comes after the data blocks it names, keeping
-// declaration order otherwise, and records each one's transitive step dependencies.
+// valueNode is a value computed from the plan alone, before any step: a data block
+// (host, target, workload, gate) or a local value.
+type valueNode interface{ ID() string }
+
+// orderData orders data blocks and locals so each comes after the ones it names,
+// keeping declaration order otherwise (data blocks first), and records each one's
+// transitive step dependencies.
 func (e *evaluator) orderData() {
 	done := map[string]bool{}
-	var visit func(d *DataBlock)
-	visit = func(d *DataBlock) {
-		if done[d.ID()] {
+	var visit func(n valueNode)
+	visit = func(n valueNode) {
+		if done[n.ID()] {
 			return
 		}
-		done[d.ID()] = true
+		done[n.ID()] = true
 		var steps []ref
-		for _, r := range e.refs[d.ID()] {
+		for _, r := range e.refs[n.ID()] {
 			switch x := e.entities[r.Entity].(type) {
 			case *DataBlock:
+				visit(x)
+				steps = append(steps, e.stepDeps[x.ID()]...)
+			case *Local:
 				visit(x)
 				steps = append(steps, e.stepDeps[x.ID()]...)
 			case *StepBlock, *Matrix:
 				steps = append(steps, r)
 			}
 		}
-		e.stepDeps[d.ID()] = steps
-		e.dataOrder = append(e.dataOrder, d)
+		e.stepDeps[n.ID()] = steps
+		e.dataOrder = append(e.dataOrder, n)
 	}
 	for _, d := range e.plan.Data {
 		visit(d)
+	}
+	for _, l := range e.plan.Locals {
+		visit(l)
 	}
 }
 
@@ -221,21 +235,38 @@ func (e *evaluator) context(outputs Outputs, withSteps bool) (*hcl.EvalContext, 
 	}
 	var diags hcl.Diagnostics
 	values := make(map[string]cty.Value, len(e.dataOrder))
-	// Each data block is evaluated in a context holding only the data blocks it
-	// names (references were resolved, so nothing else can be reached): publishing
-	// the whole namespace again after every block made evaluation quadratic in the
-	// number of blocks.
-	for _, d := range e.dataOrder {
+	// Each data block or local is evaluated in a context holding only the data
+	// blocks and locals it names (references were resolved, so nothing else can be
+	// reached): publishing the whole namespace again after every block made
+	// evaluation quadratic in the number of blocks.
+	for _, n := range e.dataOrder {
 		seen := map[string]map[string]cty.Value{}
-		for _, r := range e.refs[d.ID()] {
-			if x, ok := e.entities[r.Entity].(*DataBlock); ok {
-				if seen[x.Kind] == nil {
-					seen[x.Kind] = map[string]cty.Value{}
+		for _, r := range e.refs[n.ID()] {
+			kind, name, ok := "", "", false
+			switch x := e.entities[r.Entity].(type) {
+			case *DataBlock:
+				kind, name, ok = x.Kind, x.Name, true
+			case *Local:
+				kind, name, ok = blockLocal, x.Name, true
+			}
+			if ok {
+				if seen[kind] == nil {
+					seen[kind] = map[string]cty.Value{}
 				}
-				seen[x.Kind][x.Name] = values[x.ID()]
+				seen[kind][name] = values[r.Entity]
 			}
 		}
 		ctx := &hcl.EvalContext{Variables: namespaces(base, seen), Functions: e.funcs}
+		if l, ok := n.(*Local); ok {
+			v, vd := l.Expr.Value(ctx)
+			diags = append(diags, vd...)
+			if vd.HasErrors() {
+				v = cty.DynamicVal
+			}
+			values[l.ID()] = v
+			continue
+		}
+		d := n.(*DataBlock)
 		attrs := map[string]cty.Value{"name": cty.StringVal(d.Name)}
 		for _, name := range sortedAttrNames(d.Attrs) {
 			v, vd := d.Attrs[name].Expr.Value(ctx)
@@ -248,11 +279,18 @@ func (e *evaluator) context(outputs Outputs, withSteps bool) (*hcl.EvalContext, 
 		values[d.ID()] = cty.ObjectVal(attrs)
 	}
 	all := map[string]map[string]cty.Value{}
-	for _, d := range e.dataOrder {
-		if all[d.Kind] == nil {
-			all[d.Kind] = map[string]cty.Value{}
+	for _, n := range e.dataOrder {
+		kind, name := blockLocal, ""
+		switch x := n.(type) {
+		case *DataBlock:
+			kind, name = x.Kind, x.Name
+		case *Local:
+			name = x.Name
 		}
-		all[d.Kind][d.Name] = values[d.ID()]
+		if all[kind] == nil {
+			all[kind] = map[string]cty.Value{}
+		}
+		all[kind][name] = values[n.ID()]
 	}
 	return &hcl.EvalContext{Variables: namespaces(base, all), Functions: e.funcs}, diags
 }
@@ -263,7 +301,7 @@ func namespaces(base map[string]cty.Value, kinds map[string]map[string]cty.Value
 	for k, v := range base {
 		out[k] = v
 	}
-	for _, kind := range []string{blockHost, blockTarget, blockWorkload, blockGate} {
+	for _, kind := range []string{blockHost, blockTarget, blockWorkload, blockGate, blockLocal} {
 		out[kind] = cty.ObjectVal(kinds[kind])
 	}
 	return out

@@ -87,6 +87,7 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
+	diags = append(diags, p.evalOutage(ctx0)...)
 	type decl struct {
 		order int
 		step  *StepBlock
@@ -136,6 +137,12 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
+	before, d := p.wireOrder(byEntity, ctx0)
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return diags
+	}
+	p.placeOrder(before)
 	diags = append(diags, p.resolveDuring(ctx0)...)
 	if diags.HasErrors() {
 		return diags
@@ -426,6 +433,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 	spec := blockType.Spec()
 	concs, d := knownInts(m.Attrs["concurrency"], ctx0, 1)
 	diags = append(diags, d...)
+	m.Concurrencies = concs
 	reps := []int{1}
 	if a, ok := m.Attrs["repetitions"]; ok {
 		r, d := knownInts(a, ctx0, 1)
@@ -448,6 +456,28 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			}
 		}
 	}
+	phase := "measured"
+	if a, ok := m.Attrs[metaPhase]; ok {
+		v, d := a.Expr.Value(ctx0)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			v, _ = v.UnmarkDeep()
+			given := ""
+			if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+				given = v.AsString()
+			}
+			if !contains(MatrixPhases, given) {
+				diags = append(diags, errorAt(a.Expr.Range(), "Invalid phase",
+					"A matrix's phase must be known at plan time and one of %s.%s", strings.Join(MatrixPhases, ", "), didYouMean(given, MatrixPhases)))
+			} else {
+				phase = given
+			}
+		}
+	}
+	m.Phase = phase
+	mo, d := decodeOrder(m, ctx0)
+	diags = append(diags, d...)
+	m.Ordering = &mo
 	corpus, d := decodeCorpus(m, ctx0, concs, priming)
 	diags = append(diags, d...)
 	metaAttrs := hcl.Attributes{}
@@ -492,53 +522,90 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 	implied := hcldec.ImpliedType(spec)
 	var insts []*Instance
 	var setups []armSetup
-	for ai, arm := range m.Arms {
-		prev := ""
-		if ai > 0 {
-			prev = m.Arms[ai-1].Name
+	// mk builds one block instance of the matrix.
+	mk := func(arm *Arm, c int, key string, rep int, ph string, redeployed bool) *Instance {
+		im := meta
+		im.Phase = ph
+		inst := &Instance{
+			Addr: InstanceAddr("block", m.Name, key, true), Type: "block", Name: m.Name, Key: key, Keyed: true,
+			Meta: im, DeclRange: m.DeclRange, outputType: blockType.OutputType(), entity: m.ID(),
+			Arm: arm.Name, Cell: fmt.Sprintf("%s/c%d", arm.Name, c),
 		}
-		setups = append(setups, armSetup{matrix: m.ID(), arm: arm, prevArm: prev, armIndex: ai})
-		for _, c := range concs {
-			var keys []struct {
-				key   string
-				rep   int
-				phase string
+		cb := cellBlock{conc: c, rep: rep, cell: inst.Cell, phase: ph}
+		// The first block of each cell resets the cache when the arm says so;
+		// a measured repetition is primed when a priming block or an earlier
+		// repetition sent its corpus before it.
+		cb.reset = corpus.reset[arm.Name] && (ph == "priming" || (!priming && rep == 1))
+		if rep > 0 {
+			// A target deployed again for a swap starts with an empty cache: what
+			// the arm sent before is gone.
+			cb.primed = (priming || rep > 1) && !redeployed
+			cb.expect = corpus.expect
+		}
+		inst.evalConfig = matrixConfig(m, arm, cb, implied)
+		return inst
+	}
+	if mo.Order == OrderDeclared {
+		var prevTarget string
+		var seq []string
+		for ai, arm := range m.Arms {
+			prev := ""
+			if ai > 0 {
+				prev = m.Arms[ai-1].Name
 			}
-			if priming {
-				keys = append(keys, struct {
-					key   string
-					rep   int
-					phase string
-				}{fmt.Sprintf("%s/c%d/prime", arm.Name, c), 0, "priming"})
+			t := armTargetName(arm, ctx0)
+			if ai > 0 && t != prevTarget {
+				mo.Swaps++
 			}
-			for r := 1; r <= reps[0]; r++ {
-				keys = append(keys, struct {
-					key   string
-					rep   int
-					phase string
-				}{fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, "measured"})
-			}
-			for _, k := range keys {
-				im := meta
-				im.Phase = k.phase
-				inst := &Instance{
-					Addr: InstanceAddr("block", m.Name, k.key, true), Type: "block", Name: m.Name, Key: k.key, Keyed: true,
-					Meta: im, DeclRange: m.DeclRange, outputType: blockType.OutputType(), entity: m.ID(),
-					Arm: arm.Name, Cell: fmt.Sprintf("%s/c%d", arm.Name, c),
+			prevTarget = t
+			seq = append(seq, arm.Name)
+			setups = append(setups, armSetup{matrix: m.ID(), arm: arm, prevArm: prev, armIndex: ai})
+			for _, c := range concs {
+				if priming {
+					insts = append(insts, mk(arm, c, fmt.Sprintf("%s/c%d/prime", arm.Name, c), 0, "priming", false))
 				}
-				cb := cellBlock{conc: c, rep: k.rep, cell: inst.Cell, phase: k.phase}
-				// The first block of each cell resets the cache when the arm says so;
-				// a measured repetition is primed when a priming block or an earlier
-				// repetition sent its corpus before it.
-				cb.reset = corpus.reset[arm.Name] && (k.phase == "priming" || (!priming && k.rep == 1))
-				if k.phase == "measured" {
-					cb.primed = priming || k.rep > 1
-					cb.expect = corpus.expect
+				for r := 1; r <= reps[0]; r++ {
+					insts = append(insts, mk(arm, c, fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, phase, false))
 				}
-				inst.evalConfig = matrixConfig(m, arm, cb, implied)
-				insts = append(insts, inst)
 			}
 		}
+		mo.Sequences = [][]string{seq}
+		return insts, setups, diags
+	}
+	// Repetition by repetition: each repetition runs every arm once, in the order's
+	// sequence; an arm's priming blocks come with its first run.
+	primed := map[string]bool{}
+	// A swap onto a target that some arm deploys runs that deploy again
+	// (wireOrder).
+	deployed := map[string]bool{}
+	for _, a := range m.Arms {
+		if len(a.Setup) > 0 {
+			deployed[armTargetName(a, ctx0)] = true
+		}
+	}
+	var prev *Segment
+	for r := 1; r <= reps[0]; r++ {
+		var seq []string
+		for _, ai := range armSequence(mo.Order, mo.Seed, len(m.Arms), r) {
+			arm := m.Arms[ai]
+			seg := &Segment{Repetition: r, Arm: arm.Name, Target: armTargetName(arm, ctx0), arm: arm}
+			if prev != nil && prev.Target != seg.Target {
+				mo.Swaps++
+			}
+			seq = append(seq, arm.Name)
+			redeployed := primed[arm.Name] && prev != nil && prev.Target != seg.Target && deployed[seg.Target]
+			for _, c := range concs {
+				if priming && !primed[arm.Name] {
+					seg.blocks = append(seg.blocks, mk(arm, c, fmt.Sprintf("%s/c%d/prime", arm.Name, c), 0, "priming", false))
+				}
+				seg.blocks = append(seg.blocks, mk(arm, c, fmt.Sprintf("%s/c%d/r%d", arm.Name, c, r), r, phase, redeployed))
+			}
+			primed[arm.Name] = true
+			insts = append(insts, seg.blocks...)
+			mo.Segments = append(mo.Segments, seg)
+			prev = seg
+		}
+		mo.Sequences = append(mo.Sequences, seq)
 	}
 	return insts, setups, diags
 }
@@ -736,8 +803,11 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 			into[inst] = map[string]bool{}
 		}
 		targets := []ref{r}
-		if d, ok := e.entities[r.Entity].(*DataBlock); ok {
-			targets = e.stepDeps[d.ID()]
+		switch d := e.entities[r.Entity].(type) {
+		case *DataBlock, *Local:
+			// Through a data block or a local, a reference depends on the steps
+			// they name.
+			targets = e.stepDeps[d.(valueNode).ID()]
 		}
 		for _, t := range targets {
 			insts := byEntity[t.Entity]

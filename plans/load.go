@@ -34,6 +34,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: blockStep, LabelNames: []string{"type", "name"}},
 		{Type: blockMatrix, LabelNames: []string{"name"}},
 		{Type: blockDecision, LabelNames: []string{"name"}},
+		{Type: blockLocals},
 	},
 }
 
@@ -61,6 +62,7 @@ type SourceFile struct {
 type Plan struct {
 	Campaign  Campaign
 	Variables []*Variable
+	Locals    []*Local     // local values, in declaration order
 	Data      []*DataBlock // hosts, targets, workloads and gates in declaration order
 	Steps     []*StepBlock
 	Matrices  []*Matrix
@@ -158,6 +160,7 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var campaigns []*hcl.Block
 	seen := map[string]hcl.Range{}
+	seenLocals := map[string]hcl.Range{}
 	order := 0
 	for _, f := range files {
 		content, cdiags := f.Body.Content(rootSchema)
@@ -174,7 +177,7 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 				// Matrix instances are block steps named after the matrix.
 				key = "step.block." + b.Labels[0]
 			}
-			if prev, dup := seen[key]; dup && b.Type != blockCampaign {
+			if prev, dup := seen[key]; dup && b.Type != blockCampaign && b.Type != blockLocals {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Duplicate " + b.Type + " name",
@@ -208,6 +211,8 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 				}
 			case blockDecision:
 				diags = append(diags, p.addDecision(b)...)
+			case blockLocals:
+				diags = append(diags, p.addLocals(b, seenLocals)...)
 			case blockMatrix:
 				m, md := decodeMatrix(b, order)
 				diags = append(diags, md...)
@@ -256,6 +261,10 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 	}
 	p.types = opts.StepTypes
 	diags = append(diags, p.expand(opts.StepTypes)...)
+	if diags.HasErrors() {
+		return diags
+	}
+	diags = append(diags, p.checkDecision()...)
 	if diags.HasErrors() {
 		return diags
 	}

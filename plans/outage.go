@@ -66,6 +66,7 @@ func (p *Plan) validateOutage() hcl.Diagnostics {
 		diags = append(diags, errorAt(begins[0].DeclRange, "Outage without restore",
 			"%s opens the outage, but no always-step declares outage = \"end\": nothing would bring the incumbent back. Add a restore step with always = true and outage = \"end\".", begins[0].Addr))
 	}
+	diags = append(diags, p.checkOrderFits()...)
 	o := p.Campaign.Outage
 	if len(begins) > 0 && o == nil {
 		diags = append(diags, errorAt(begins[0].DeclRange, "Outage without budget",
@@ -181,4 +182,54 @@ func firstIn(addrs []string, set map[string]bool) string {
 		}
 	}
 	return ""
+}
+
+// checkOrderFits refuses a repetition-by-repetition order whose extra deploys the
+// outage budget cannot hold: at worst case (the forecast plan show states) the
+// engine would defer blocks of the matrix or the deploys its swaps run.
+func (p *Plan) checkOrderFits() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	var f *Forecast
+	for _, m := range p.Matrices {
+		mo := m.Ordering
+		if mo == nil || len(mo.Deploys) == 0 || p.Campaign.Outage == nil {
+			continue
+		}
+		if f == nil {
+			fc := p.Forecast()
+			f = &fc
+		}
+		// Only what the order itself runs counts: a campaign may defer its optional
+		// lanes by design, whatever the order.
+		own := map[string]bool{}
+		for _, a := range mo.Deploys {
+			own[a] = true
+		}
+		for _, s := range mo.Segments {
+			for _, b := range s.blocks {
+				own[b.Addr] = true
+			}
+		}
+		var deferred []string
+		for _, d := range f.Deferred {
+			if own[d.Addr] {
+				deferred = append(deferred, d.Addr)
+			}
+		}
+		if len(deferred) == 0 {
+			continue
+		}
+		var names []string
+		for i, d := range deferred {
+			if i == 3 {
+				names = append(names, fmt.Sprintf("and %d more", len(deferred)-i))
+				break
+			}
+			names = append(names, d)
+		}
+		diags = append(diags, errorAt(m.Attrs["order"].Expr.Range(), "Order does not fit the outage",
+			"order %q runs %d swap(s), %d of them with a deploy (%s at their bounds), and at worst case the outage budget (%s, reserve %s) cannot hold the matrix: the engine would defer %s. Use the declared order, fewer repetitions or a larger budget.",
+			mo.Order, mo.Swaps, len(mo.Deploys), p.OrderCost(mo), f.Budget, f.Reserve, strings.Join(names, ", ")))
+	}
+	return diags
 }

@@ -22,7 +22,7 @@ type ref struct {
 	Arm string
 }
 
-var refRoots = []string{"var", "host", "target", "workload", "gate", "step", "each", "outcome"}
+var refRoots = []string{"var", "local", "host", "target", "workload", "gate", "step", "each", "outcome"}
 
 // resolve turns a traversal into a reference, checking that what it names exists.
 func (e *evaluator) resolve(tr hcl.Traversal, allowEach bool) (ref, *hcl.Diagnostic) {
@@ -41,7 +41,7 @@ func (e *evaluator) resolve(tr hcl.Traversal, allowEach bool) (ref, *hcl.Diagnos
 			return ref{}, errorAt(rng, "Reference to \"each\" in context without for_each", "each.key and each.value exist only inside a step with for_each or count.")
 		}
 		return ref{Entity: "each", Range: rng}, nil
-	case "var", "host", "target", "workload", "gate":
+	case "var", "local", "host", "target", "workload", "gate":
 		name, ok := attrAt(1)
 		if !ok {
 			return ref{}, errorAt(rng, "Invalid reference", "A reference to a %s needs a name, such as %s.NAME.", root, root)
@@ -137,8 +137,11 @@ func (e *evaluator) matrixNames() []string {
 }
 
 func kindWord(root string) string {
-	if root == "var" {
+	switch root {
+	case "var":
 		return "variable"
+	case "local":
+		return "local value"
 	}
 	return root
 }
@@ -209,6 +212,9 @@ func (e *evaluator) entityRefs(id string) ([]ref, hcl.Diagnostics) {
 func (e *evaluator) collectRefs(id string) ([]ref, hcl.Diagnostics, map[int]bool) {
 	condition := map[int]bool{}
 	switch x := e.entities[id].(type) {
+	case *Local:
+		r, d := e.exprRefs(false, x.Expr)
+		return r, d, condition
 	case *DataBlock:
 		var exprs []hcl.Expression
 		for _, name := range sortedAttrNames(x.Attrs) {

@@ -19,11 +19,15 @@ type Campaign struct {
 	DeclRange hcl.Range
 }
 
-// Outage bounds how long the incumbent may be out of service.
+// Outage bounds how long the incumbent may be out of service. Budget and reserve
+// are durations known at plan time: literals, or expressions of variables and
+// locals, evaluated once those have their values (Plan.evalOutage).
 type Outage struct {
 	Budget  time.Duration
 	Reserve time.Duration
 	Range   hcl.Range
+
+	budget, reserve *hcl.Attribute
 }
 
 var campaignSchema = &hcl.BodySchema{
@@ -71,19 +75,65 @@ func decodeCampaign(b *hcl.Block) (Campaign, hcl.Diagnostics) {
 		if oc == nil {
 			continue
 		}
-		o := &Outage{Range: ob.DefRange}
-		var d hcl.Diagnostics
-		o.Budget, d = staticDuration(oc.Attributes["budget"])
-		diags = append(diags, d...)
-		o.Reserve, d = staticDuration(oc.Attributes["reserve"])
-		diags = append(diags, d...)
-		if !diags.HasErrors() && o.Reserve >= o.Budget {
-			diags = append(diags, errorAt(oc.Attributes["reserve"].Expr.Range(), "Outage reserve exceeds budget",
-				"The reserve (%s) must be smaller than the budget (%s): it is the part of the budget kept for restore.", o.Reserve, o.Budget))
+		o := &Outage{Range: ob.DefRange, budget: oc.Attributes["budget"], reserve: oc.Attributes["reserve"]}
+		// Literals are read now; expressions of variables and locals once those
+		// have values (Plan.evalOutage).
+		if len(o.budget.Expr.Variables()) == 0 && len(o.reserve.Expr.Variables()) == 0 {
+			diags = append(diags, o.eval(nil)...)
 		}
 		c.Outage = o
 	}
 	return c, diags
+}
+
+// eval reads budget and reserve in ctx (nil for literals) and checks that the
+// reserve fits in the budget.
+func (o *Outage) eval(ctx *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	dur := func(a *hcl.Attribute) time.Duration {
+		v, d := a.Expr.Value(ctx)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return 0
+		}
+		v, _ = v.UnmarkDeep()
+		if !v.IsWhollyKnown() {
+			diags = append(diags, errorAt(a.Expr.Range(), "Value must be known at plan time",
+				"The outage %s bounds the whole campaign, so it must be known before anything runs: a literal, a variable or a local, never a step's output.", a.Name))
+			return 0
+		}
+		sv, err := convert.Convert(v, cty.String)
+		if err != nil || sv.IsNull() {
+			diags = append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "%s must be a duration such as \"90m\".", a.Name))
+			return 0
+		}
+		t, err := ParseDuration(sv.AsString())
+		if err != nil {
+			diags = append(diags, errorAt(a.Expr.Range(), "Invalid duration", "%s: %s.", a.Name, err))
+		}
+		return t
+	}
+	o.Budget, o.Reserve = dur(o.budget), dur(o.reserve)
+	if !diags.HasErrors() && o.Reserve >= o.Budget {
+		diags = append(diags, errorAt(o.reserve.Expr.Range(), "Outage reserve exceeds budget",
+			"The reserve (%s) must be smaller than the budget (%s): it is the part of the budget kept for restore.", o.Reserve, o.Budget))
+	}
+	return diags
+}
+
+// evalOutage reads an outage written with variables or locals, in the plan-time
+// context.
+func (p *Plan) evalOutage(ctx *hcl.EvalContext) hcl.Diagnostics {
+	o := p.Campaign.Outage
+	if o == nil || (len(o.budget.Expr.Variables()) == 0 && len(o.reserve.Expr.Variables()) == 0) {
+		return nil
+	}
+	// Resolve the references first, so a misspelt variable or local is named
+	// with a suggestion.
+	if _, d := p.ev.exprRefs(false, o.budget.Expr, o.reserve.Expr); d.HasErrors() {
+		return d
+	}
+	return o.eval(ctx)
 }
 
 func staticString(a *hcl.Attribute) (string, hcl.Diagnostics) {
@@ -99,19 +149,4 @@ func staticString(a *hcl.Attribute) (string, hcl.Diagnostics) {
 		return "", append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type", "%s must be a string.", a.Name))
 	}
 	return sv.AsString(), diags
-}
-
-func staticDuration(a *hcl.Attribute) (time.Duration, hcl.Diagnostics) {
-	if a == nil {
-		return 0, nil
-	}
-	s, diags := staticString(a)
-	if diags.HasErrors() {
-		return 0, diags
-	}
-	d, err := ParseDuration(s)
-	if err != nil {
-		return 0, append(diags, errorAt(a.Expr.Range(), "Invalid duration", "%s: %s.", a.Name, err))
-	}
-	return d, diags
 }

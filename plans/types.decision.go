@@ -2,6 +2,7 @@ package plans
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -53,6 +54,7 @@ var criteria = []string{CriterionInterval, CriterionPoint}
 // it after the freeze is an amendment.
 //
 //	decision "promotion" {
+//	  matrix                   = step.block.primary # optional when one matrix has both arms
 //	  primary_metric           = "aggregate_output_tok_s"
 //	  primary_cells            = ["c4"]
 //	  baseline_arm             = "incumbent_before"
@@ -64,11 +66,18 @@ var criteria = []string{CriterionInterval, CriterionPoint}
 //	  criterion                = "interval" # or "point"
 //	  max_drift                = 0.02       # default: half the smallest effect to resolve
 //	  block_cv                 = 0.02       # declared block-to-block variation (prior)
+//	  promotion                = true       # false: diagnostic only, nothing is promoted
 //	}
 //
-// A cell selector is "cN": concurrency N of both arms.
+// A cell selector is "cN": concurrency N of both arms. The rule compares arms of one
+// matrix: the one it names, or the only one that has both arms. Arms and cells are
+// checked against that matrix when the plan is loaded (Plan.checkDecision), so a
+// typo is a validate error, not a surprise in the report.
 type Decision struct {
-	Name                   string
+	Name string
+	// Matrix is the matrix the rule compares, resolved by checkDecision: the one
+	// named by the matrix attribute, or the only matrix with both arms.
+	Matrix                 string
 	PrimaryMetric          string
 	PrimaryCells           []string
 	BaselineArm            string
@@ -87,8 +96,15 @@ type Decision struct {
 	// BlockCV is a declared coefficient of variation of a block's primary metric
 	// between repetitions, used for the minimum detectable effect instead of the
 	// pilot's estimate; nil when not declared.
-	BlockCV   *float64
+	BlockCV *float64
+	// Promotion is false for a diagnostic-only campaign (seed 001: "no promotion is
+	// authorised"): the rule's comparisons are reported, and nothing is promoted.
+	Promotion bool
 	DeclRange hcl.Range
+
+	matrixRef *hcl.Attribute       // the matrix attribute, nil when absent
+	attrs     hcl.Attributes       // for the ranges of arms and cells
+	cellRange map[string]hcl.Range // each cell selector's own range
 }
 
 // DefaultMaxDrift is the drift bound a rule gets when it declares none.
@@ -113,6 +129,8 @@ var decisionSchema = &hcl.BodySchema{
 		{Name: "criterion"},
 		{Name: "max_drift"},
 		{Name: "block_cv"},
+		{Name: "matrix"},
+		{Name: "promotion"},
 	},
 }
 
@@ -132,11 +150,33 @@ func (p *Plan) addDecision(b *hcl.Block) hcl.Diagnostics {
 }
 
 func decodeDecision(b *hcl.Block) (*Decision, hcl.Diagnostics) {
-	d := &Decision{Name: b.Labels[0], DeclRange: b.DefRange, MatchedRepetitions: 1, Criterion: CriterionInterval}
+	d := &Decision{Name: b.Labels[0], DeclRange: b.DefRange, MatchedRepetitions: 1, Criterion: CriterionInterval,
+		Promotion: true, cellRange: map[string]hcl.Range{}}
 	content, diags := b.Body.Content(decisionSchema)
 	diags = listValid(diags, "decision", schemaNames(decisionSchema))
 	if content == nil || diags.HasErrors() {
 		return nil, diags
+	}
+	d.attrs = content.Attributes
+	if a, ok := content.Attributes["matrix"]; ok {
+		if _, ok := matrixRefName(a); !ok {
+			diags = append(diags, errorAt(a.Expr.Range(), "Invalid matrix reference",
+				"matrix must name a matrix block as a reference, such as matrix = step.block.primary."))
+		} else {
+			d.matrixRef = a
+		}
+	}
+	if a, ok := content.Attributes["promotion"]; ok {
+		v, vd := a.Expr.Value(nil)
+		diags = append(diags, vd...)
+		if !vd.HasErrors() {
+			if v.Type() != cty.Bool || v.IsNull() {
+				diags = append(diags, errorAt(a.Expr.Range(), "Incorrect attribute value type",
+					"promotion must be true (the rule may promote the candidate) or false (diagnostic only: no promotion is authorised)."))
+			} else {
+				d.Promotion = v.True()
+			}
+		}
 	}
 	str := func(name string) string {
 		a, ok := content.Attributes[name]
@@ -162,14 +202,22 @@ func decodeDecision(b *hcl.Block) (*Decision, hcl.Diagnostics) {
 			diags = append(diags, errorAt(a.Expr.Range(), "Invalid cell list", "%s must be a list of cell selectors such as [\"c4\"].", name))
 			return nil
 		}
+		// Each selector's own range when the list is written out, so a wrong cell
+		// is shown where it is.
+		elems, _ := hcl.ExprList(a.Expr)
 		var out []string
-		for _, e := range lv.AsValueSlice() {
+		for i, e := range lv.AsValueSlice() {
 			s := e.AsString()
+			rng := a.Expr.Range()
+			if len(elems) == lv.LengthInt() {
+				rng = elems[i].Range()
+			}
 			if !cellSelector.MatchString(s) {
-				diags = append(diags, errorAt(a.Expr.Range(), "Invalid cell selector",
+				diags = append(diags, errorAt(rng, "Invalid cell selector",
 					"%q is not a cell selector: use \"cN\" for concurrency N of both the baseline and the candidate arm.", s))
 				continue
 			}
+			d.cellRange[name+"/"+s] = rng
 			out = append(out, s)
 		}
 		return out
@@ -262,6 +310,13 @@ func (d *Decision) canonical() map[string]any {
 		"max_protected_regression": num(d.MaxProtectedRegression),
 		"matched_repetitions":      d.MatchedRepetitions,
 	}
+	if d.Matrix != "" {
+		m["matrix"] = d.Matrix
+	}
+	// Absent when true (the default), so a promoting rule reads as it always did.
+	if !d.Promotion {
+		m["promotion"] = false
+	}
 	// Absent when not declared, so the report can tell a declared bound or prior
 	// from a default.
 	if d.MaxDrift != nil {
@@ -271,4 +326,125 @@ func (d *Decision) canonical() map[string]any {
 		m["block_cv"] = num(*d.BlockCV)
 	}
 	return m
+}
+
+// matrixRefName reads a matrix reference, step.block.NAME, and returns NAME.
+func matrixRefName(a *hcl.Attribute) (string, bool) {
+	tr, d := hcl.AbsTraversalForExpr(a.Expr)
+	if d.HasErrors() || len(tr) != 3 || tr.RootName() != "step" {
+		return "", false
+	}
+	typ, ok1 := tr[1].(hcl.TraverseAttr)
+	name, ok2 := tr[2].(hcl.TraverseAttr)
+	if !ok1 || !ok2 || typ.Name != "block" {
+		return "", false
+	}
+	return name.Name, true
+}
+
+// checkDecision resolves the matrix the rule compares and checks the rule's arms
+// and cells against it, once the matrices are expanded (their concurrencies are
+// known then). Without a matrix attribute the rule compares the only matrix that
+// has both of its arms; two such matrices make the rule ambiguous, and a rule that
+// silently compared the first of them is what this refuses.
+func (p *Plan) checkDecision() hcl.Diagnostics {
+	d := p.Decision
+	if d == nil {
+		return nil
+	}
+	var names []string
+	byName := map[string]*Matrix{}
+	for _, m := range p.Matrices {
+		names = append(names, m.Name)
+		byName[m.Name] = m
+	}
+	armRange := func(attr string) hcl.Range {
+		if a := d.attrs[attr]; a != nil {
+			return a.Expr.Range()
+		}
+		return d.DeclRange
+	}
+	var m *Matrix
+	switch {
+	case d.matrixRef != nil:
+		name, _ := matrixRefName(d.matrixRef)
+		if m = byName[name]; m == nil {
+			return hcl.Diagnostics{errorAt(d.matrixRef.Expr.Range(), "Reference to undeclared matrix",
+				"There is no matrix %q.%s Matrices: %s.", name, didYouMean(name, names), orNone(names))}
+		}
+	case len(p.Matrices) == 0:
+		return hcl.Diagnostics{errorAt(d.DeclRange, "Decision rule without a matrix",
+			"A decision rule compares two arms of a matrix, and this campaign declares no matrix block.")}
+	case len(p.Matrices) == 1:
+		m = p.Matrices[0]
+	default:
+		var both []string
+		for _, x := range p.Matrices {
+			if x.hasArm(d.BaselineArm) && x.hasArm(d.CandidateArm) {
+				both = append(both, x.Name)
+			}
+		}
+		switch len(both) {
+		case 1:
+			m = byName[both[0]]
+		case 0:
+			return hcl.Diagnostics{errorAt(armRange("baseline_arm"), "No matrix has the rule's arms",
+				"No matrix has both arms %q and %q; name the matrix the rule compares, such as matrix = step.block.%s, and its arms.",
+				d.BaselineArm, d.CandidateArm, names[0])}
+		default:
+			return hcl.Diagnostics{errorAt(d.DeclRange, "Ambiguous decision rule",
+				"The matrices %s all have arms %q and %q; name the one the rule compares, such as matrix = step.block.%s.",
+				strings.Join(both, " and "), d.BaselineArm, d.CandidateArm, both[0])}
+		}
+	}
+	var diags hcl.Diagnostics
+	if m.Phase != "measured" {
+		rng := d.DeclRange
+		if d.matrixRef != nil {
+			rng = d.matrixRef.Expr.Range()
+		}
+		diags = append(diags, errorAt(rng, "Decision rule on an unmeasured matrix",
+			"Matrix %q has phase %q: a decision rule judges measured blocks only. Compare a measured matrix, or remove the matrix's phase.", m.Name, m.Phase))
+	}
+	arms := m.armNames()
+	for _, attr := range []string{"baseline_arm", "candidate_arm"} {
+		arm := d.BaselineArm
+		if attr == "candidate_arm" {
+			arm = d.CandidateArm
+		}
+		if !contains(arms, arm) {
+			diags = append(diags, errorAt(armRange(attr), "Reference to undeclared arm",
+				"Matrix %q has no arm %q.%s Its arms: %s.", m.Name, arm, didYouMean(arm, arms), strings.Join(arms, ", ")))
+		}
+	}
+	var cells []string
+	run := map[string]bool{}
+	for _, c := range m.Concurrencies {
+		s := fmt.Sprintf("c%d", c)
+		cells = append(cells, s)
+		run[s] = true
+	}
+	for _, attr := range []string{"primary_cells", "protected_cells"} {
+		sels := d.PrimaryCells
+		if attr == "protected_cells" {
+			sels = d.ProtectedCells
+		}
+		for _, s := range sels {
+			if !run[s] {
+				diags = append(diags, errorAt(d.cellRange[attr+"/"+s], "Unknown cell",
+					"%s names %q, but matrix %q runs no such concurrency.%s Its cells: %s.", attr, s, m.Name, didYouMean(s, cells), strings.Join(cells, ", ")))
+			}
+		}
+	}
+	if !diags.HasErrors() {
+		d.Matrix = m.Name
+	}
+	return diags
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "(none)"
+	}
+	return strings.Join(s, ", ")
 }

@@ -34,7 +34,24 @@ type Matrix struct {
 	SrcRange  hcl.Range
 	Attrs     hcl.Attributes
 	Arms      []*Arm
+	// Concurrencies are the matrix's cells in declared order, known once expanded.
+	Concurrencies []int
+	// Phase is the phase of the matrix's repetitions (MatrixPhases), known once
+	// expanded.
+	Phase string
+	// Ordering is the order the arms run in, known once expanded.
+	Ordering *MatrixOrder
 }
+
+func (m *Matrix) armNames() []string {
+	out := make([]string, 0, len(m.Arms))
+	for _, a := range m.Arms {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+func (m *Matrix) hasArm(name string) bool { return contains(m.armNames(), name) }
 
 // Arm is one arm of a matrix.
 type Arm struct {
@@ -46,6 +63,13 @@ type Arm struct {
 	ResetCache *hcl.Attribute
 }
 
+// MatrixPhases are the phases a matrix's repetitions may have. Only a "measured"
+// matrix (the default) may be judged by a decision rule, and only its blocks make a
+// change to the analysis post-hoc once they started (engine/prereg.go); a "pilot"
+// or "diagnostic" matrix runs and is reported like any other. Priming blocks are
+// always "priming".
+var MatrixPhases = []string{"measured", "pilot", "diagnostic"}
+
 // ID is how references name the matrix's instances: step.block.NAME.
 func (m *Matrix) ID() string { return "step.block." + m.Name }
 
@@ -54,7 +78,8 @@ var matrixSchema = &hcl.BodySchema{
 		{Name: "workload", Required: true}, {Name: "concurrency", Required: true},
 		{Name: "repetitions"}, {Name: "priming"}, {Name: "requests", Required: true},
 		{Name: "timeout"}, {Name: "gates"}, {Name: "uses"}, {Name: "on_failure"},
-		{Name: "corpus_seed"}, {Name: "expect_cache"}, {Name: AttrAgents}, {Name: metaCondition},
+		{Name: "corpus_seed"}, {Name: "expect_cache"}, {Name: AttrAgents}, {Name: metaCondition}, {Name: metaPhase},
+		{Name: "order"}, {Name: "order_seed"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "arm", LabelNames: []string{"name"}}},
 }

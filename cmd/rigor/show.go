@@ -115,7 +115,100 @@ func renderShow(w io.Writer, p *plans.Plan) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, outageFit(p))
+	for _, line := range orderLines(p) {
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, overlapText(p))
 	return nil
+}
+
+// orderLines states each matrix's order: the arm sequence of each repetition, the
+// swaps (changes of target between consecutive arm runs), the deploys they add and
+// what those cost in outage time at their bounds.
+func orderLines(p *plans.Plan) []string {
+	var out []string
+	for _, m := range p.Matrices {
+		mo := m.Ordering
+		if mo == nil {
+			continue
+		}
+		head := fmt.Sprintf("order of matrix %s: %s", m.Name, mo.Order)
+		switch mo.Order {
+		case plans.OrderRandomized:
+			how := "declared"
+			if mo.SeedDerived {
+				how = "derived from the matrix name"
+			}
+			head += fmt.Sprintf(" (order_seed %d, %s; recorded in the plan)", mo.Seed, how)
+		case plans.OrderAlternate:
+			head += " (declared order in odd repetitions, neighbours swapped in even ones)"
+		case plans.OrderDeclared:
+			head += " (each arm's blocks, then the next arm)"
+		}
+		out = append(out, head)
+		for i, seq := range mo.Sequences {
+			if mo.Order == plans.OrderDeclared {
+				out = append(out, "  "+strings.Join(seq, ", "))
+				break
+			}
+			out = append(out, fmt.Sprintf("  r%d: %s", i+1, strings.Join(seq, ", ")))
+		}
+		cost := fmt.Sprintf("  %d swap(s) of target", mo.Swaps)
+		if len(mo.Deploys) > 0 {
+			cost += fmt.Sprintf("; %d deploy(s) run again for them (%s), %s more outage at their bounds", len(mo.Deploys), summarizeList(mo.Deploys, 3), p.OrderCost(mo))
+		} else if mo.Order != plans.OrderDeclared {
+			cost += "; no deploy runs again, so no outage time beyond the declared order's"
+		}
+		out = append(out, cost)
+	}
+	return out
+}
+
+// maxOverlapLines bounds the pairs plan show lists; the count says how many exist.
+const maxOverlapLines = 12
+
+// overlapText states the scheduling rule (plans.Clash) and what it lets run side by
+// side in this plan: the steps that run alone, the steps that share each use, and
+// the pairs that may overlap.
+func overlapText(p *plans.Plan) string {
+	var b strings.Builder
+	b.WriteString("overlap: a step without uses runs alone; steps run side by side only when their uses are disjoint (or one is a capture during the other) and no dependency orders them")
+	var alone []string
+	byUse := map[string][]string{}
+	for _, inst := range p.Instances {
+		c := inst.Claim()
+		if len(c.Uses) == 0 && c.During == "" {
+			alone = append(alone, inst.Addr)
+		}
+		for _, u := range c.Uses {
+			byUse[u] = append(byUse[u], inst.Addr)
+		}
+	}
+	if len(alone) > 0 {
+		fmt.Fprintf(&b, "\n  runs alone (no uses): %s", summarizeList(alone, 6))
+	}
+	uses := make([]string, 0, len(byUse))
+	for u := range byUse {
+		uses = append(uses, u)
+	}
+	sort.Strings(uses)
+	for _, u := range uses {
+		fmt.Fprintf(&b, "\n  uses %s, one at a time: %s", u, summarizeList(byUse[u], 4))
+	}
+	pairs, n := p.Overlaps(maxOverlapLines)
+	if n == 0 {
+		b.WriteString("\n  no two steps may overlap")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "\n  %d pair(s) may overlap:", n)
+	for _, o := range pairs {
+		fmt.Fprintf(&b, "\n    %s beside %s: %s", o.A, o.B, o.Why)
+	}
+	if n > len(pairs) {
+		fmt.Fprintf(&b, "\n    and %d more", n-len(pairs))
+	}
+	return b.String()
 }
 
 func summarizeList(items []string, max int) string {

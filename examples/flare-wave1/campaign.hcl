@@ -447,10 +447,13 @@ matrix "extended_cold" {
 }
 
 # 8. Pre-registered decision rule: >= 5% primary gain, <= 3% protected regression,
-# three matched repetitions. The wave authorises no promotion; the rule is recorded.
+# three matched repetitions, compared in the primary matrix. The wave authorises no
+# promotion (promotion = false): the comparisons are reported, nothing is promoted.
 # As the seed wrote it, the rule compares point estimates (criterion "point"); after
 # the pilot, `rigor plan show --state` states what three repetitions can resolve.
 decision "promotion" {
+  matrix                   = step.block.primary
+  promotion                = false # seed 001: "no promotion is authorised"
   primary_metric           = "aggregate_output_tok_s"
   primary_cells            = ["c4"]
   baseline_arm             = "incumbent_before"

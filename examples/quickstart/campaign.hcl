@@ -193,6 +193,7 @@ step "restore" "incumbent" {
 # drifted less than half the smallest effect the rule must resolve. The report
 # states the minimum detectable effect of 2 repetitions from the pilot.
 decision "promotion" {
+  matrix                   = step.block.primary
   primary_metric           = "aggregate_output_tok_s"
   primary_cells            = ["c4"]
   baseline_arm             = "incumbent_before"

@@ -17,8 +17,10 @@ type Brief struct {
 	// Rule names the pre-registered decision rule; "" when the campaign has none.
 	Rule     string `json:"rule,omitempty"`
 	Promoted bool   `json:"promoted"`
-	Eligible bool   `json:"eligible"`
-	Verdict  string `json:"verdict"`
+	// DiagnosticOnly: the rule declares promotion = false.
+	DiagnosticOnly bool   `json:"diagnostic_only"`
+	Eligible       bool   `json:"eligible"`
+	Verdict        string `json:"verdict"`
 	// Effects has one line per comparison of the rule: its role, cell and metric,
 	// then the gain with its 95% interval and the criterion with whether it holds,
 	// or why the comparison is ineligible.
@@ -43,7 +45,7 @@ func BriefFromState(dir string) (*Brief, error) {
 // Brief is the report's verdict in brief.
 func (r *Report) Brief() *Brief {
 	v := r.Summary.Promotion
-	b := &Brief{CampaignStatus: r.Summary.CampaignStatus, Promoted: v.Promoted, Eligible: v.Eligible, Verdict: v.Verdict,
+	b := &Brief{CampaignStatus: r.Summary.CampaignStatus, Promoted: v.Promoted, DiagnosticOnly: v.DiagnosticOnly, Eligible: v.Eligible, Verdict: v.Verdict,
 		Effects: []string{}, Reasons: append([]string{}, v.Reasons...)}
 	if v.Rule != nil {
 		b.Rule = v.Rule.Name

@@ -15,6 +15,9 @@ import (
 // Level is the two-sided confidence of every interval in the verdict.
 const Level = 0.95
 
+// DiagnosticVerdict is the verdict of a rule with promotion = false.
+const DiagnosticVerdict = "not promoted: diagnostic only, no promotion is authorised (promotion = false)"
+
 // Verdict is the decision rule applied to the evidence. Promoted is true only when
 // every comparison is eligible and every criterion holds.
 type Verdict struct {
@@ -22,14 +25,17 @@ type Verdict struct {
 	// PostHoc says a post-hoc amendment touches the verdict (its rule, a setting
 	// every measured block is held to, or the blocks of a compared matrix): the
 	// verdict is labelled "post-hoc, not pre-registered" and Promoted is false.
-	PostHoc           bool          `json:"post_hoc"`
-	PostHocAmendments []int         `json:"post_hoc_amendments,omitempty"`
-	Rule              *decisionRule `json:"rule"`
-	Eligible          bool          `json:"eligible"`
-	Verdict           string        `json:"verdict"`
-	Reasons           []string      `json:"reasons"`
-	Criterion         string        `json:"criterion,omitempty"`
-	Level             float64       `json:"level,omitempty"`
+	PostHoc           bool  `json:"post_hoc"`
+	PostHocAmendments []int `json:"post_hoc_amendments,omitempty"`
+	// DiagnosticOnly says the rule declares promotion = false: the comparisons are
+	// made and stated, and Promoted is false whatever they show.
+	DiagnosticOnly bool          `json:"diagnostic_only"`
+	Rule           *decisionRule `json:"rule"`
+	Eligible       bool          `json:"eligible"`
+	Verdict        string        `json:"verdict"`
+	Reasons        []string      `json:"reasons"`
+	Criterion      string        `json:"criterion,omitempty"`
+	Level          float64       `json:"level,omitempty"`
 	// MaxDrift is the drift bound in force and MaxDriftBasis where it comes from.
 	MaxDrift      float64      `json:"max_drift,omitempty"`
 	MaxDriftBasis string       `json:"max_drift_basis,omitempty"`
@@ -168,10 +174,10 @@ func percentileMetric(name string) (int, float64, bool) {
 	return i, float64(n) / 100, ok
 }
 
-// armTarget is the target name of an arm's cells.
-func (ev *evidence) armTarget(arm string) string {
+// armTarget is the target name of a matrix arm's cells.
+func (ev *evidence) armTarget(matrix, arm string) string {
 	for _, c := range ev.cells {
-		if c.Arm == arm && len(c.Blocks) > 0 {
+		if c.Matrix == matrix && c.Arm == arm && len(c.Blocks) > 0 {
 			return text(c.Blocks[0].Target["name"])
 		}
 	}
@@ -179,14 +185,14 @@ func (ev *evidence) armTarget(arm string) string {
 }
 
 // driftArm is the drift-control arm of a rule (plans.DriftControlArm).
-func (ev *evidence) driftArm(baseline, candidate string) string {
+func (ev *evidence) driftArm(matrix, baseline, candidate string) string {
 	var arms []plans.ArmTarget
 	for _, c := range ev.cells {
 		if len(c.Blocks) > 0 {
 			arms = append(arms, plans.ArmTarget{Matrix: c.Matrix, Arm: c.Arm, Target: text(c.Blocks[0].Target["name"])})
 		}
 	}
-	return plans.DriftControlArm(arms, baseline, candidate)
+	return plans.DriftControlArm(arms, matrix, baseline, candidate)
 }
 
 // decide applies the campaign's decision rule to the evidence, and labels the
@@ -216,7 +222,7 @@ func (ev *evidence) applyRule(rows map[string]*Row) Verdict {
 	}
 	v.Criterion, v.Level = rule.Criterion, Level
 	v.MaxDrift, v.MaxDriftBasis = ev.maxDrift(rule)
-	v.DriftArm = ev.driftArm(rule.BaselineArm, rule.CandidateArm)
+	v.DriftArm = ev.driftArm(rule.Matrix, rule.BaselineArm, rule.CandidateArm)
 	k := max(rule.MatchedRepetitions, 1)
 	for _, sel := range rule.PrimaryCells {
 		v.Comparisons = append(v.Comparisons, ev.compare(rule, "primary", sel, rule.MinGain, higher, k, v, rows))
@@ -242,6 +248,21 @@ func (ev *evidence) applyRule(rows map[string]*Row) Verdict {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("no incumbent arm runs %s's target after %s: drift between the arms is not measured", rule.BaselineArm, rule.CandidateArm))
 	}
 	v.Promoted = v.Eligible && holds
+	if !rule.promotes() {
+		// Seed 001: a diagnostic campaign authorises no promotion. What the rule
+		// would have said is kept as a reason, never as a verdict.
+		v.DiagnosticOnly, v.Promoted = true, false
+		would := "a pre-registered criterion does not hold"
+		switch {
+		case !v.Eligible:
+			would = "the comparison is ineligible"
+		case holds:
+			would = "every pre-registered criterion holds"
+		}
+		v.Verdict = DiagnosticVerdict
+		v.Reasons = append([]string{"the decision rule declares promotion = false: the campaign is diagnostic only; as a diagnostic, " + would}, v.Reasons...)
+		return v
+	}
 	switch {
 	case !v.Eligible:
 		v.Verdict = "not promoted: the comparison is ineligible"
@@ -312,15 +333,15 @@ func (ev *evidence) compare(rule *decisionRule, role, sel string, threshold floa
 		return c
 	}
 	var why []string
-	c.Baseline, why = ev.figure(rule.BaselineArm, conc, k, rule.PrimaryMetric, rows, why)
-	c.Candidate, why = ev.figure(rule.CandidateArm, conc, k, rule.PrimaryMetric, rows, why)
+	c.Baseline, why = ev.figure(rule.Matrix, rule.BaselineArm, conc, k, rule.PrimaryMetric, rows, why)
+	c.Candidate, why = ev.figure(rule.Matrix, rule.CandidateArm, conc, k, rule.PrimaryMetric, rows, why)
 	if v.DriftArm != "" {
 		var dwhy []string
-		c.After, dwhy = ev.figure(v.DriftArm, conc, k, rule.PrimaryMetric, rows, nil)
+		c.After, dwhy = ev.figure(rule.Matrix, v.DriftArm, conc, k, rule.PrimaryMetric, rows, nil)
 		for _, w := range dwhy {
 			why = append(why, "drift control "+w)
 		}
-		c.Drift = ev.drift(rule.BaselineArm, v.DriftArm, conc, k, rule.PrimaryMetric, v.MaxDrift)
+		c.Drift = ev.drift(rule.Matrix, rule.BaselineArm, v.DriftArm, conc, k, rule.PrimaryMetric, v.MaxDrift)
 	}
 	if len(why) > 0 {
 		c.Ineligible = strings.Join(why, "; ")
@@ -409,10 +430,10 @@ func (ev *evidence) compare(rule *decisionRule, role, sel string, threshold floa
 // figure finds an arm's cell at a concurrency and takes the metric of its first k
 // measured repetitions. Any failure in the cell makes it ineligible, and so does a
 // block that fails a validity check or whose metric is not usable.
-func (ev *evidence) figure(arm string, conc, k int, metric string, rows map[string]*Row, why []string) (*CellFigure, []string) {
-	cell := ev.cellAt(arm, conc)
+func (ev *evidence) figure(matrix, arm string, conc, k int, metric string, rows map[string]*Row, why []string) (*CellFigure, []string) {
+	cell := ev.cellAt(matrix, arm, conc)
 	if cell == nil {
-		return nil, append(why, fmt.Sprintf("arm %s has no cell at concurrency %d", arm, conc))
+		return nil, append(why, fmt.Sprintf("arm %s of matrix %s has no cell at concurrency %d", arm, matrix, conc))
 	}
 	row := rows[cell.Key]
 	f := &CellFigure{CellID: cell.Key, Disposition: row.Disposition, Repetitions: []int{}, Values: []float64{}}
@@ -460,9 +481,9 @@ func (ev *evidence) figure(arm string, conc, k int, metric string, rows map[stri
 }
 
 // cellAt is an arm's cell at a concurrency (the first matrix that has one).
-func (ev *evidence) cellAt(arm string, conc int) *cellRef {
+func (ev *evidence) cellAt(matrix, arm string, conc int) *cellRef {
 	for _, c := range ev.cells {
-		if c.Arm == arm && c.Conc == conc {
+		if c.Matrix == matrix && c.Arm == arm && c.Conc == conc {
 			return c
 		}
 	}
@@ -478,8 +499,8 @@ func blockName(b *blockRef) string {
 // candidate at one concurrency, on one metric, over the first k repetitions both
 // arms measured with a usable figure. Cells with failures still get a figure (the
 // comparison is already ineligible for them); nil when there are no pairs.
-func (ev *evidence) drift(before, after string, conc, k int, metric string, maxDrift float64) *Drift {
-	cb, ca := ev.cellAt(before, conc), ev.cellAt(after, conc)
+func (ev *evidence) drift(matrix, before, after string, conc, k int, metric string, maxDrift float64) *Drift {
+	cb, ca := ev.cellAt(matrix, before, conc), ev.cellAt(matrix, after, conc)
 	if cb == nil || ca == nil {
 		return nil
 	}

@@ -399,8 +399,8 @@ func (r *Report) decisionSection(d *document) {
 	if v.PostHoc {
 		kind = fmt.Sprintf("Rule (%s: amendment %s touches it after measured data existed)", PostHocLabel, joinInts(v.PostHocAmendments))
 	}
-	s.p("%s %q: primary metric %s; baseline arm %s, candidate arm %s, drift-control arm %s; primary cells %s need a gain of at least %s; protected cells %s may regress by at most %s; %d matched repetition(s) per cell; criterion %q; drift bound %s (%s). Any failed request in a compared arm or in the drift-control arm, and any block that fails a validity check, makes the comparison ineligible.",
-		kind, ru.Name, ru.PrimaryMetric, ru.BaselineArm, ru.CandidateArm, orText(v.DriftArm, "(none)"), strings.Join(ru.PrimaryCells, ", "), pct(ru.MinGain),
+	s.p("%s %q: matrix %s; primary metric %s; baseline arm %s, candidate arm %s, drift-control arm %s; primary cells %s need a gain of at least %s; protected cells %s may regress by at most %s; %d matched repetition(s) per cell; criterion %q; drift bound %s (%s). Any failed request in a compared arm or in the drift-control arm, and any block that fails a validity check, makes the comparison ineligible.",
+		kind, ru.Name, ru.Matrix, ru.PrimaryMetric, ru.BaselineArm, ru.CandidateArm, orText(v.DriftArm, "(none)"), strings.Join(ru.PrimaryCells, ", "), pct(ru.MinGain),
 		orNone(ru.ProtectedCells), pct(ru.MaxProtectedRegression), ru.MatchedRepetitions, ru.Criterion, pct(v.MaxDrift), v.MaxDriftBasis)
 	s.p("Per repetition, gain = candidate / baseline − 1 when higher is better and 1 − candidate / baseline when lower is better, the baseline being the mean of the incumbent before and after. The effect is the mean gain; its 95%% interval is Student's t over the per-repetition gains (bootstrap over blocks when at least %d are skewed beyond %g). Both criteria are shown so a reader can redo either.", stats.BootstrapMinN, stats.SkewLimit)
 	t := &table{head: []string{"Role", "Cell", "Repetitions: baseline vs candidate → gain", "Mean gain", "95% interval", "Criterion", "Point would hold", "Interval would hold", "Decided by", "Holds"}}

@@ -48,7 +48,11 @@ type instanceDoc struct {
 
 // decisionRule mirrors plans.Decision as it appears in the canonical plan.
 type decisionRule struct {
-	Name                   string   `json:"name"`
+	Name string `json:"name"`
+	// Matrix is the matrix the rule compares; a plan frozen before rules named
+	// their matrix has none, and compared the first matrix with the baseline arm
+	// (normalised on load).
+	Matrix                 string   `json:"matrix"`
 	PrimaryMetric          string   `json:"primary_metric"`
 	PrimaryCells           []string `json:"primary_cells"`
 	BaselineArm            string   `json:"baseline_arm"`
@@ -62,7 +66,12 @@ type decisionRule struct {
 	Criterion string   `json:"criterion"`
 	MaxDrift  *float64 `json:"max_drift,omitempty"`
 	BlockCV   *float64 `json:"block_cv,omitempty"`
+	// Promotion is false for a diagnostic-only rule; absent means true.
+	Promotion *bool `json:"promotion,omitempty"`
 }
+
+// promotes says whether the rule may promote at all.
+func (r *decisionRule) promotes() bool { return r.Promotion == nil || *r.Promotion }
 
 // evidence is everything read from a state directory before the records are
 // streamed.
@@ -268,6 +277,14 @@ func loadEvidence(dir string) (*evidence, error) {
 		}
 	}
 	ev.collectBlocks()
+	if d := ev.plan.Campaign.Decision; d != nil && d.Matrix == "" {
+		for _, c := range ev.cells {
+			if c.Arm == d.BaselineArm {
+				d.Matrix = c.Matrix
+				break
+			}
+		}
+	}
 	return ev, nil
 }
 

@@ -73,9 +73,9 @@ func (ev *evidence) power() *PowerEstimate {
 		return nil
 	}
 	p := &PowerEstimate{Metric: rule.PrimaryMetric, Level: Level, Power: stats.Power, Repetitions: max(rule.MatchedRepetitions, 1), Resolvable: true}
-	p.Bracketed = ev.driftArm(rule.BaselineArm, rule.CandidateArm) != ""
+	p.Bracketed = ev.driftArm(rule.Matrix, rule.BaselineArm, rule.CandidateArm) != ""
 	for _, c := range ev.cells {
-		if c.Arm != rule.CandidateArm {
+		if c.Matrix != rule.Matrix || c.Arm != rule.CandidateArm {
 			continue
 		}
 		for _, b := range c.Blocks {
@@ -85,7 +85,7 @@ func (ev *evidence) power() *PowerEstimate {
 	if blk, _, err := engine.DecisionLock(ev.dir, ev.records); err == nil {
 		p.RuleLockedBy = blk
 	}
-	tgt := ev.armTarget(rule.BaselineArm)
+	tgt := ev.armTarget(rule.Matrix, rule.BaselineArm)
 	add := func(role, sel string, resolve float64) {
 		var conc int
 		if _, err := fmt.Sscanf(sel, "c%d", &conc); err != nil {

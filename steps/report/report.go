@@ -174,11 +174,11 @@ func (ev *evidence) verdictStatistics(st *Statistics, v Verdict) {
 	if r := ev.plan.Campaign.Decision; r != nil && v.DriftArm != "" {
 		seen := map[int]bool{}
 		for _, c := range ev.cells {
-			if c.Arm != r.BaselineArm || seen[c.Conc] {
+			if c.Matrix != r.Matrix || c.Arm != r.BaselineArm || seen[c.Conc] {
 				continue
 			}
 			seen[c.Conc] = true
-			if d := ev.drift(r.BaselineArm, v.DriftArm, c.Conc, max(r.MatchedRepetitions, 1), r.PrimaryMetric, v.MaxDrift); d != nil {
+			if d := ev.drift(r.Matrix, r.BaselineArm, v.DriftArm, c.Conc, max(r.MatchedRepetitions, 1), r.PrimaryMetric, v.MaxDrift); d != nil {
 				st.Drift = append(st.Drift, *d)
 			}
 		}

@@ -248,15 +248,15 @@ type runPoint struct {
 }
 
 // runOrder lists every measured matrix block attempt with a usable metric, in the
-// order the journal started them, relative to the baseline arm's mean at the same
-// concurrency.
+// order the journal started them, relative to the mean of the rule's baseline arm
+// (in the rule's matrix) at the same concurrency.
 func (r *Report) runOrder(metric string) []runPoint {
 	ev := r.ev
-	base := ""
+	base, baseMatrix := "", ""
 	if ru := ev.plan.Campaign.Decision; ru != nil {
-		base = ru.BaselineArm
+		base, baseMatrix = ru.BaselineArm, ru.Matrix
 	} else if len(ev.cells) > 0 {
-		base = ev.cells[0].Arm
+		base, baseMatrix = ev.cells[0].Arm, ev.cells[0].Matrix
 	}
 	armIx := map[string]int{}
 	for _, c := range ev.cells {
@@ -273,7 +273,7 @@ func (r *Report) runOrder(metric string) []runPoint {
 			continue
 		}
 		pts = append(pts, runPoint{addr: b.Addr, arm: b.Arm, conc: b.Conc, rep: b.Repetition, attempt: a.N, seq: a.Start.Seq, value: x, armIndex: armIx[b.Arm]})
-		if b.Arm == base && a == b.settling() {
+		if b.Matrix == baseMatrix && b.Arm == base && a == b.settling() {
 			sum[b.Conc] += x
 			n[b.Conc]++
 		}

@@ -1,5 +1,5 @@
 # want: "Unknown reference" line 10
-# detail: References start with var., host., target., workload., gate., step., each.
+# detail: References start with var., local., host., target., workload., gate., step., each.
 campaign "c" {
   outage {
     budget  = "90m"

@@ -1,0 +1,28 @@
+# want: "Reference to undeclared arm" line 25
+# detail: Matrix "primary" has no arm "incumbent_befor". Did you mean "incumbent_before"?
+campaign "c" {}
+target "incumbent" {
+  endpoint = "http://127.0.0.1:8000"
+}
+target "candidate" {
+  endpoint = "http://127.0.0.1:8001"
+}
+workload "w" {}
+matrix "primary" {
+  workload    = workload.w
+  concurrency = [1, 4]
+  requests    = 8
+  arm "incumbent_before" {
+    target = target.incumbent
+  }
+  arm "candidate" {
+    target = target.candidate
+  }
+}
+decision "promotion" {
+  primary_metric = "aggregate_output_tok_s"
+  primary_cells  = ["c4"]
+  baseline_arm   = "incumbent_befor"
+  candidate_arm  = "candidate"
+  min_gain       = 0.05
+}
