@@ -364,11 +364,15 @@ step "deploy" "incumbent_after" {
   depends_on = [step.block.nsys_profiled, step.nsys.timeline]
 }
 
-# 5. The extended lanes run on the instrumented build after the primary matrix.
+# 5. The extended lanes run on the instrumented build after the primary matrix, and
+# only if its instrumented arm settled clean (seed 001: "Extended context/cache sweeps
+# will not be expanded from this failed primary arm"); otherwise this deploy and both
+# extended matrices are skipped, with the condition as the reason.
 step "deploy" "flare_extended" {
   target     = target.flare_instrumented
   timeout    = "5m"
   depends_on = [step.block.primary]
+  condition  = outcome.arm.primary.flare_instrumented.clean
 }
 
 # 4. Primary clean matrix in ABBA order, C1/C4, a 600 s hard bound per block. Each arm

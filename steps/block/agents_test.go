@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rigor-bench/rigor/steps/block"
 	"net"
 	"os"
 	"path/filepath"
@@ -76,6 +77,7 @@ func vanishingAgent(t *testing.T) string {
 // A block driven by three agents writes one client's evidence, with what each agent
 // did in result.json.
 func TestBlockWithAgents(t *testing.T) {
+	t.Cleanup(block.SetInProcessAgents())
 	rn := startSim(t, sim.Config{TimeScale: 0.05})
 	agents := startAgents(t, 3)
 	run := runSimBlock(t, rn, blockOpts{concurrency: 6, requests: 18, agents: agents})
@@ -108,6 +110,7 @@ func TestBlockWithAgents(t *testing.T) {
 // An agent that disappears mid-block stops the campaign (class agent) naming it,
 // and every record received is kept.
 func TestBlockAgentDisappears(t *testing.T) {
+	t.Cleanup(block.SetInProcessAgents())
 	rn := startSim(t, sim.Config{TimeScale: 0.05})
 	gone := vanishingAgent(t)
 	run := runSimBlock(t, rn, blockOpts{concurrency: 4, requests: 16, maxTokens: 64, agents: append(startAgents(t, 1), gone)})

@@ -116,6 +116,11 @@ func (localClient) Run(ctx context.Context, cfg loadgen.Config, out io.Writer) (
 	return res, nil, err
 }
 
+// fleetLimits are the limits agents are held to (zero: the agent package's
+// defaults). Tests whose agents share one process with the simulator raise the CPU
+// share, since that process's CPU is then not the agents' alone.
+var fleetLimits agent.Limits
+
 // clientOf is the block's client: its agents when it names any.
 func clientOf(cfg cty.Value) (loadClient, error) {
 	v, _ := attrOf(cfg, "agents").UnmarkDeep()
@@ -133,7 +138,7 @@ func clientOf(cfg cty.Value) (loadClient, error) {
 		}
 		urls = append(urls, e.AsString())
 	}
-	return &agent.Fleet{Agents: urls}, nil
+	return &agent.Fleet{Agents: urls, Limits: fleetLimits}, nil
 }
 
 // Run executes the block.
