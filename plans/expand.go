@@ -456,24 +456,8 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			}
 		}
 	}
-	phase := "measured"
-	if a, ok := m.Attrs[metaPhase]; ok {
-		v, d := a.Expr.Value(ctx0)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			v, _ = v.UnmarkDeep()
-			given := ""
-			if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-				given = v.AsString()
-			}
-			if !contains(MatrixPhases, given) {
-				diags = append(diags, errorAt(a.Expr.Range(), "Invalid phase",
-					"A matrix's phase must be known at plan time and one of %s.%s", strings.Join(MatrixPhases, ", "), didYouMean(given, MatrixPhases)))
-			} else {
-				phase = given
-			}
-		}
-	}
+	phase, d := matrixEnum(m, metaPhase, "Invalid phase", MatrixPhases, "measured", ctx0)
+	diags = append(diags, d...)
 	m.Phase = phase
 	mo, d := decodeOrder(m, ctx0)
 	diags = append(diags, d...)

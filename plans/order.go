@@ -106,25 +106,8 @@ func armSequence(order string, seed int64, n, rep int) []int {
 
 // decodeOrder reads a matrix's order and order_seed.
 func decodeOrder(m *Matrix, ctx *hcl.EvalContext) (MatrixOrder, hcl.Diagnostics) {
-	mo := MatrixOrder{Order: OrderDeclared}
-	var diags hcl.Diagnostics
-	if a, ok := m.Attrs["order"]; ok {
-		v, d := a.Expr.Value(ctx)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			v, _ = v.UnmarkDeep()
-			given := ""
-			if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-				given = v.AsString()
-			}
-			if !contains(Orders, given) {
-				diags = append(diags, errorAt(a.Expr.Range(), "Invalid order",
-					"A matrix's order must be known at plan time and one of %s.%s", strings.Join(Orders, ", "), didYouMean(given, Orders)))
-			} else {
-				mo.Order = given
-			}
-		}
-	}
+	order, diags := matrixEnum(m, "order", "Invalid order", Orders, OrderDeclared, ctx)
+	mo := MatrixOrder{Order: order}
 	if a, ok := m.Attrs["order_seed"]; ok {
 		if mo.Order != OrderRandomized {
 			return mo, append(diags, errorAt(a.Expr.Range(), "Seed without a randomized order",
@@ -326,4 +309,27 @@ func dedupeSorted(s []string) []string {
 		}
 	}
 	return out
+}
+
+// matrixEnum reads a matrix attribute that must be, at plan time, one of allowed:
+// def when absent, and a diagnostic at the value with "did you mean" otherwise.
+func matrixEnum(m *Matrix, name, summary string, allowed []string, def string, ctx *hcl.EvalContext) (string, hcl.Diagnostics) {
+	a, ok := m.Attrs[name]
+	if !ok {
+		return def, nil
+	}
+	v, diags := a.Expr.Value(ctx)
+	if diags.HasErrors() {
+		return def, diags
+	}
+	v, _ = v.UnmarkDeep()
+	given := ""
+	if v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+		given = v.AsString()
+	}
+	if !contains(allowed, given) {
+		return def, append(diags, errorAt(a.Expr.Range(), summary,
+			"A matrix's %s must be known at plan time and one of %s.%s", name, strings.Join(allowed, ", "), didYouMean(given, allowed)))
+	}
+	return given, diags
 }
