@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	mrand "math/rand/v2"
 	"net/http"
 	"time"
@@ -80,14 +79,9 @@ type NsysProfile struct {
 const simRankPid, simRankTid = 4100, 4101
 
 func (s *Server) serveNsysProfile(w http.ResponseWriter, r *http.Request) {
-	d := time.Second
-	if q := r.URL.Query().Get("duration"); q != "" {
-		v, err := time.ParseDuration(q)
-		if err != nil || v <= 0 || v > TraceMaxDuration {
-			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("duration %q: want a positive duration up to %s", q, TraceMaxDuration))
-			return
-		}
-		d = v
+	d, ok := captureDuration(w, r)
+	if !ok {
+		return
 	}
 	p := &NsysProfile{Format: NsysProfileFormat, Source: "rigor-sim/" + s.cfg.Profile.Name, Model: s.cfg.ModelName, Simulated: true, RequestedDurationNS: int64(d)}
 	p.Incarnation.Before = s.cfg.Incarnation

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -105,5 +106,24 @@ func TestNsysObserverOverhead(t *testing.T) {
 	}
 	if got := s.observerOverhead(); got != 1 {
 		t.Errorf("overhead after the capture %v, want 1", got)
+	}
+}
+
+// Both capture endpoints refuse a duration that is not positive or exceeds the
+// bound, with one message, before capturing anything.
+func TestCaptureEndpointsRefuseBadDurations(t *testing.T) {
+	rn := startServer(t, Config{TimeScale: 0.05, Seed: 7})
+	for _, path := range []string{"/debug/scheduler-trace", "/debug/nsys-profile"} {
+		for _, d := range []string{"0s", "-1s", "2m", "soon"} {
+			resp, err := http.Post(rn.URL()+path+"?duration="+d, "application/json", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), fmt.Sprintf(`duration \"%s\": want a positive duration up to 1m0s`, d)) {
+				t.Errorf("%s?duration=%s: %d %s", path, d, resp.StatusCode, b)
+			}
+		}
 	}
 }

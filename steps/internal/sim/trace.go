@@ -217,15 +217,25 @@ func readAnchor() TraceAnchor {
 	return TraceAnchor{MonoNS: mono, UTC: time.Now().UTC().Format(time.RFC3339Nano)}
 }
 
+// captureDuration reads a capture endpoint's duration query (1 s when absent); a
+// bad one is answered 400 here and ok is false.
+func captureDuration(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
+	q := r.URL.Query().Get("duration")
+	if q == "" {
+		return time.Second, true
+	}
+	v, err := time.ParseDuration(q)
+	if err != nil || v <= 0 || v > TraceMaxDuration {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("duration %q: want a positive duration up to %s", q, TraceMaxDuration))
+		return 0, false
+	}
+	return v, true
+}
+
 func (s *Server) serveSchedulerTrace(w http.ResponseWriter, r *http.Request) {
-	d := time.Second
-	if q := r.URL.Query().Get("duration"); q != "" {
-		v, err := time.ParseDuration(q)
-		if err != nil || v <= 0 || v > TraceMaxDuration {
-			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("duration %q: want a positive duration up to %s", q, TraceMaxDuration))
-			return
-		}
-		d = v
+	d, ok := captureDuration(w, r)
+	if !ok {
+		return
 	}
 	faults := s.Faults()
 	if faults.TraceDropRate < 0 || faults.TraceDropRate > 1 {
