@@ -6,8 +6,12 @@ GO ?= go
 # own, so the flag is added here, to whatever CGO_CFLAGS the Go environment has.
 CGO_CFLAGS := $(filter-out -Wno-deprecated-declarations,$(shell $(GO) env CGO_CFLAGS)) -Wno-deprecated-declarations
 export CGO_CFLAGS
+# What make builds lives inside the tree's fixed layout: the binary and benchmark
+# executables next to the command's source, and each example's state directories
+# next to its campaign (both ignored by git).
+BIN := cmd/rigor/bin
 # The quickstart's state directory: a new one per run (a completed campaign is closed).
-STATE ?= runs/quickstart-$(shell date +%Y%m%d-%H%M%S)
+STATE ?= examples/quickstart/runs/$(shell date +%Y%m%d-%H%M%S)
 
 .PHONY: deps cgo-cflags build test bench run quickstart fuzz vet report-check docker-local docker-local-context docker-local-clean
 
@@ -22,7 +26,7 @@ cgo-cflags:
 	@echo $(CGO_CFLAGS)
 
 build: deps
-	$(GO) build -o bin/rigor ./cmd/rigor
+	$(GO) build -o $(BIN)/rigor ./cmd/rigor
 
 test: deps
 	$(GO) vet ./...
@@ -39,18 +43,18 @@ bench:
 	$(GO) test ./steps/internal/loadgen -run '^$$' -bench . -benchtime 200x
 	# Simulator throughput: server pinned to core 0; the benchmark runs its client as a
 	# separate process on another core and reports server CPU per token.
-	$(GO) test -c -o bin/sim.test ./steps/internal/sim
-	taskset -c 0 bin/sim.test -test.run '^$$' -test.bench 'StreamC1024(Capacity)?$$' -test.cpu 1 -test.benchtime 3x
+	$(GO) test -c -o $(BIN)/sim.test ./steps/internal/sim
+	taskset -c 0 $(BIN)/sim.test -test.run '^$$' -test.bench 'StreamC1024(Capacity)?$$' -test.cpu 1 -test.benchtime 3x
 	# Client timing fidelity: the exact-schedule server on core 0 (the benchmark pins
 	# it), the client on core 1; ratios are against the issue's aiohttp figures.
-	$(GO) test -c -o bin/calibrate.test ./steps/calibrate
-	cd steps/calibrate && taskset -c 1 ../../bin/calibrate.test -test.run '^$$' -test.bench Fidelity -test.benchtime 1x
+	$(GO) test -c -o $(BIN)/calibrate.test ./steps/calibrate
+	cd steps/calibrate && taskset -c 1 $(abspath $(BIN))/calibrate.test -test.run '^$$' -test.bench Fidelity -test.benchtime 1x
 	# Last: it writes and deletes ~570 MB, whose writeback would disturb the timing runs above.
 	$(GO) test ./steps/report -run '^$$' -bench BenchmarkReport1M -benchtime 1x # bench-report: 1,000,000 records, < 10 s and < 1 GiB
 
 # The README's first command: the quickstart campaign on the built-in simulator.
 quickstart: build
-	bin/rigor plan apply examples/quickstart/campaign.hcl --state $(STATE)
+	$(BIN)/rigor plan apply examples/quickstart/campaign.hcl --state $(STATE)
 
 run: quickstart
 
@@ -61,7 +65,7 @@ run: quickstart
 # docker-local-clean removes every container and image the campaign created, by its
 # label (LABEL, the campaign's default labels).
 DOCKER_LOCAL_CONTEXT ?= examples/docker-local/context
-DOCKER_LOCAL_STATE ?= runs/docker-local-$(shell date +%Y%m%d-%H%M%S)
+DOCKER_LOCAL_STATE ?= examples/docker-local/runs/$(shell date +%Y%m%d-%H%M%S)
 LABEL ?= rigor.example=docker-local
 
 docker-local-context: deps
@@ -70,7 +74,7 @@ docker-local-context: deps
 	@cp examples/docker-local/Dockerfile.incumbent examples/docker-local/Dockerfile.candidate examples/docker-local/Dockerfile.agent $(DOCKER_LOCAL_CONTEXT)/
 
 docker-local: docker-local-context build
-	bin/rigor plan apply examples/docker-local/campaign.hcl --state $(DOCKER_LOCAL_STATE) \
+	$(BIN)/rigor plan apply examples/docker-local/campaign.hcl --state $(DOCKER_LOCAL_STATE) \
 		$(if $(filter-out examples/docker-local/context,$(DOCKER_LOCAL_CONTEXT)),--var context=$(abspath $(DOCKER_LOCAL_CONTEXT))) $(VARS)
 
 docker-local-clean:

@@ -5,8 +5,8 @@
 # cells kept apart. `rigor report` then has the diagnostics section. No Docker, no GPU:
 # the Nsight capture is the simulator's own and is labelled as simulated.
 #
-#   bin/rigor plan apply examples/diagnostics/campaign.hcl --state runs/diag
-#   bin/rigor report --state runs/diag
+#   cmd/rigor/bin/rigor plan apply examples/diagnostics/campaign.hcl --state examples/diagnostics/runs/d1
+#   cmd/rigor/bin/rigor report --state examples/diagnostics/runs/d1
 
 campaign "diagnostics" {
   description = "Captures under load on the simulator: trace during a warmed C4 block, chained short captures at C1 and C4, Nsight with its control, the fixed-output fixture."

@@ -6,7 +6,7 @@
 #
 # From the repository root:
 #
-#   make docker-local         # build context, bin/rigor, then plan apply
+#   make docker-local         # build context, cmd/rigor/bin/rigor, then plan apply
 #   make docker-local-clean   # remove its containers and images
 #
 # make docker-local-context writes the build context (the static rigor binary and

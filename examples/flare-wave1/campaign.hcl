@@ -2,7 +2,7 @@
 # built-in simulator. Each numbered comment names the seed's point it expresses.
 #
 #   go run ./cmd/rigor plan show  examples/flare-wave1
-#   go run ./cmd/rigor plan apply examples/flare-wave1 --state runs/wave1
+#   go run ./cmd/rigor plan apply examples/flare-wave1 --state examples/flare-wave1/runs/w1
 #
 # On the simulator every modelled delay is multiplied by time_scale (0.02: the seed's
 # timings run 50x faster), and block_seconds stands in for the seed's 120 s blocks at
