@@ -417,10 +417,9 @@ func (ev *evidence) compare(rule *decisionRule, role, sel string, threshold floa
 			c.Ineligible = fmt.Sprintf("criterion \"interval\" needs an interval, and %d matched repetition(s) give none (at least 2)", len(c.Pairs))
 			return c
 		}
+		// Protected cells too: the value shown is the gain's lower bound, and the rule
+		// reads it as "the regression is at most its negative".
 		c.Decided, c.DecidingValue, c.Holds = "interval lower bound of the gain", &c.Interval.Lo, *c.HoldsInterval
-		if role == "protected" {
-			c.Decided = "interval upper bound of the regression (−lower bound of the gain)"
-		}
 	default:
 		c.Decided, c.DecidingValue, c.Holds = "mean gain", c.Gain, hp
 	}
