@@ -342,7 +342,7 @@ func (r *Report) distributionSection(d *document) {
 			distText(tm.Decode, tokS), distText(tm.Prefill, tokS), distText(tm.CompletionTokens, tokens)})
 		pt := "—"
 		if p := row.ActualPromptTokens; p != nil {
-			pt = fmt.Sprintf("%s / %s / %s / %s", fmtInt(int(p.Min)), fmtF(p.P50, 1), fmtF(p.P95, 1), fmtInt(int(p.Max)))
+			pt = fmt.Sprintf("%s / %s / %s / %s", tokens(p.Min), tokens(p.P50), tokens(p.P95), tokens(p.Max))
 		}
 		n := row.Native
 		hr := "—"
