@@ -174,8 +174,10 @@ func TestCorpusProtocolReuse(t *testing.T) {
 // necessarily resident") and result.json says the counters contradict the plan.
 func TestPrimedCorpusNotResident(t *testing.T) {
 	c := &cell{t: t, rn: startSim(t, sim.Config{PrefixCacheTokens: 1024})}
-	c.run(`block.m["a/c4/prime"]`, blockOpts{phase: "priming", arm: "a"})
-	run := c.run(`block.m["a/c4/r1"]`, blockOpts{phase: "measured", primed: true, repetition: 1, arm: "a"})
+	// One request at a time, so the LRU order is the corpus order and what survives
+	// priming does not depend on how concurrent requests interleave.
+	c.run(`block.m["a/c1/prime"]`, blockOpts{phase: "priming", arm: "a", concurrency: 1})
+	run := c.run(`block.m["a/c1/r1"]`, blockOpts{phase: "measured", primed: true, repetition: 1, arm: "a", concurrency: 1})
 	cs := run.block.Cache
 	if f := fraction(t, run); cs.Expected != "primed" || f > 0.1 || cs.Contradiction == nil || !strings.Contains(*cs.Contradiction, "not resident") {
 		t.Errorf("expected %s, cached %.3f, contradiction %v", cs.Expected, f, cs.Contradiction)

@@ -41,6 +41,6 @@
 // Classes: nsys (or docker, in a container) missing is "tool_missing" with a message
 // that says what to install or set; a command that fails or leaves no report is
 // "exec". On the simulator: a container not running before the capture is
-// "identity", a changed incarnation "restart", a failed or malformed answer
+// "identity", a changed incarnation or a container stopped after it "restart", a failed or malformed answer
 // "instrumentation_incomplete". The step never retries.
 package nsys

@@ -72,8 +72,21 @@ func (p plan) simulate(ctx context.Context, sc *engine.StepContext) engine.Resul
 		_ = os.WriteFile(sc.Path("sim-profile.json"), body, 0o644)
 		rec.Report = "sim-profile.json"
 	}
-	if after, ierr := target.SimInspect(t); ierr != nil || after.Incarnation != info.Incarnation {
-		return finish(engine.Failed(engine.ClassRestart, "container %s changed incarnation during the capture (before %s, after %s, %v): records of different incarnations are never compared", t.Container, info.Incarnation, after.Incarnation, ierr))
+	// A stopped container is checked as well as a new incarnation: a restart seen
+	// between its stop and its start has not changed the incarnation yet. A cut
+	// connection is given a moment to show whether the server is going away, since
+	// a stopping server closes its connections before its process exits.
+	sameServer := func() (sim.ContainerInfo, error, bool) {
+		after, ierr := target.SimInspect(t)
+		return after, ierr, ierr == nil && after.Incarnation == info.Incarnation && after.Status == sim.StatusRunning
+	}
+	after, ierr, same := sameServer()
+	for settle := time.Now().Add(2 * time.Second); err != nil && same && time.Now().Before(settle); {
+		time.Sleep(100 * time.Millisecond)
+		after, ierr, same = sameServer()
+	}
+	if !same {
+		return finish(engine.Failed(engine.ClassRestart, "container %s changed incarnation during the capture (before %s running, after %s %s, %v): records of different incarnations are never compared", t.Container, info.Incarnation, after.Incarnation, after.Status, ierr))
 	}
 	switch {
 	case err != nil:
