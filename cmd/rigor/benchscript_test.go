@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/png"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -31,10 +30,8 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: freeport VAR")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := unusedPort()
 	ts.Check(err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ts.Check(ln.Close())
 	ts.Setenv(args[0], strconv.Itoa(port))
 }
 

@@ -220,10 +220,11 @@ func TestBlockTakeoverOnTheSimRuntime(t *testing.T) {
 	tgt := simTargetOn(h, map[string]cty.Value{"time_scale": cty.NumberFloatVal(0.01)})
 	history := []engine.Ended{deployed(t, tgt)}
 	incumbent, _ := h.Inspect("inc")
-	const requests = 24
+	const requests = 60
 	var usurper sim.ContainerInfo
-	// Open loop, so that requests keep arriving while the other server starts.
-	res, dir := heldBlock(t, "block.b", tgt, history, heldOpts{requests: requests, rate: 40}, func(dir string) {
+	// Open loop, so that requests keep arriving while the other server starts: three
+	// seconds of arrivals leave room for a slow start on a loaded machine.
+	res, dir := heldBlock(t, "block.b", tgt, history, heldOpts{requests: requests, rate: 20}, func(dir string) {
 		waitRecords(dir, 4)
 		if err := h.Kill("inc"); err != nil {
 			t.Error(err)
