@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -123,7 +124,7 @@ type valueType interface {
 // prefix a leading text, format a consumer's parser.
 type tString struct {
 	nonEmpty bool
-	absPath  bool
+	absPath  bool // and "" means the default
 	prefix   string
 	format   string
 	example  string
@@ -137,7 +138,7 @@ func (t tString) check(v cty.Value, _ hcl.Expression, voc *Vocabulary) *problem 
 	switch {
 	case t.nonEmpty && s == "":
 		return valueProblem("Must not be empty; for example %q.", t.example)
-	case t.absPath && !filepath.IsAbs(s):
+	case t.absPath && s != "" && !filepath.IsAbs(s):
 		return valueProblem("%q must be an absolute path such as %q.", s, t.example)
 	case t.prefix != "" && !strings.HasPrefix(s, t.prefix):
 		return valueProblem("%q must start with %q, e.g. %q.", s, t.prefix, t.example)
@@ -547,7 +548,72 @@ func (e *evaluator) checkData(d *DataBlock, ctx *hcl.EvalContext) hcl.Diagnostic
 			diags = append(diags, diag)
 		}
 	}
+	return append(diags, checkRuntimeAttrs(d, obj, names)...)
+}
+
+// runtimeAttrs name, per runtime, the host and target attributes no code of that
+// runtime reads: on Kubernetes the Deployment's pod template is the container's
+// configuration and rigor sets only its image and replicas, and the cluster
+// attributes mean nothing to a Docker Engine or the simulator. Setting one is an
+// error, never a setting silently ignored.
+var runtimeAttrs = map[string]struct {
+	runtimes []string // the runtimes that read the attribute
+	why      string
+}{
+	"kubeconfig":     {[]string{"kubernetes"}, "it names the cluster of a kubernetes host."},
+	"context":        {[]string{"kubernetes"}, "it names the kubeconfig context of a kubernetes host."},
+	"namespace":      {[]string{"kubernetes"}, "it names the namespace of a kubernetes host."},
+	"deployment":     {[]string{"kubernetes"}, "it names the Deployment of a kubernetes target; set container instead."},
+	"kube_container": {[]string{"kubernetes"}, "it names a container of a Deployment's pod template."},
+	"replicas":       {[]string{"kubernetes"}, "it sets a Deployment's replicas."},
+	"command":        {[]string{"docker", "sim"}, "a Deployment's pod template sets the container's command; rigor sets only its image and replicas."},
+	"env":            {[]string{"docker", "sim"}, "a Deployment's pod template sets the container's environment."},
+	"ports":          {[]string{"docker", "sim"}, "a Deployment's pod template and Services publish its ports."},
+	"mounts":         {[]string{"docker", "sim"}, "a Deployment's pod template sets its volumes."},
+	"shm_size":       {[]string{"docker", "sim"}, "a Deployment's pod template sets its volumes."},
+	"memory":         {[]string{"docker", "sim"}, "a Deployment's pod template sets its resources."},
+	"cpus":           {[]string{"docker", "sim"}, "a Deployment's pod template sets its resources."},
+	"labels":         {[]string{"docker", "sim"}, "a Deployment's metadata sets its labels."},
+	"gpus":           {[]string{"docker", "sim"}, "a Deployment's pod template requests its GPUs (nvidia.com/gpu)."},
+}
+
+// checkRuntimeAttrs refuses a host or target attribute that its runtime does not
+// read. A target's runtime is its own runtime attribute, else its host's, else sim.
+func checkRuntimeAttrs(d *DataBlock, obj cty.Value, names []string) hcl.Diagnostics {
+	if d.Kind != blockHost && d.Kind != blockTarget {
+		return nil
+	}
+	runtime := knownString(obj, "runtime")
+	if runtime == "" && d.Kind == blockTarget && obj.Type().IsObjectType() && obj.Type().HasAttribute("host") {
+		if h := obj.GetAttr("host"); h.IsKnown() && !h.IsNull() && h.Type().IsObjectType() {
+			runtime = knownString(h, "runtime")
+		}
+	}
+	if runtime == "" {
+		runtime = "sim"
+	}
+	var diags hcl.Diagnostics
+	for _, name := range names {
+		ra, ok := runtimeAttrs[name]
+		if !ok || slices.Contains(ra.runtimes, runtime) || (d.Kind == blockHost && name == "gpus") {
+			continue
+		}
+		diags = append(diags, errorAt(d.Attrs[name].NameRange, "Argument not read by this runtime",
+			"%s %q runs on runtime %q, which does not read %s: %s Remove it.", d.Kind, d.Name, runtime, name, ra.why))
+	}
 	return diags
+}
+
+// knownString is obj's string attribute name, or "" when absent or not known yet.
+func knownString(obj cty.Value, name string) string {
+	if !obj.IsKnown() || obj.IsNull() || !obj.Type().IsObjectType() || !obj.Type().HasAttribute(name) {
+		return ""
+	}
+	v, _ := obj.GetAttr(name).Unmark()
+	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+		return ""
+	}
+	return v.AsString()
 }
 
 // dataClosure lists the data blocks entity reads, directly or through other data

@@ -24,7 +24,10 @@ var badValues = map[string]map[string]struct {
 		"docker":                {`"docker.sock"`, "Invalid value", `docker host "docker.sock"`},
 		"dcgm_endpoint":         {`"10.0.0.5:9400"`, "Invalid value", `want the exporter's metrics URL`},
 		"gpus":                  {`"simm"`, "Invalid value", `"simm" is not a GPU source: want "dcgm", "nvml" or "sim". Did you mean "sim"?`},
-		"runtime":               {`"podman"`, "Invalid value", `"podman" is not a runtime: want "docker" or "sim".`},
+		"runtime":               {`"podman"`, "Invalid value", `"podman" is not a runtime: want "docker", "kubernetes" or "sim".`},
+		"kubeconfig":            {`"kube/config"`, "Invalid value", `"kube/config" must be an absolute path`},
+		"context":               {`["prod"]`, "Incorrect attribute value type", "Want a string"},
+		"namespace":             {`""`, "Invalid value", "Must not be empty"},
 		"sim_gpus":              {`0`, "Invalid value", "0 is out of range: want a whole number >= 1."},
 		"sim_power_limit_watts": {`"300W"`, "Incorrect attribute value type", `Want a number greater than 0, got string "300W".`},
 		"gpu_interval":          {`"10us"`, "Invalid duration", `"10us": want at least 1ms`},
@@ -57,6 +60,9 @@ var badValues = map[string]map[string]struct {
 		"cpus":                        {`0`, "Invalid value", "0 is out of range: want a number greater than 0."},
 		"labels":                      {`{ team = 1 }`, "Incorrect attribute value type", `"team" is number`},
 		"gpus":                        {`"every"`, "Invalid value", `"every": want "all", a count or a list of device IDs`},
+		"deployment":                  {`""`, "Invalid value", "Must not be empty"},
+		"kube_container":              {`""`, "Invalid value", "Must not be empty"},
+		"replicas":                    {`0`, "Invalid value", "0 is out of range: want a whole number >= 1."},
 		"preflight":                   {`["true"]`, "Incorrect attribute value type", "Want a list such as [[\"sh\""},
 		"protected_files":             {`"/etc/x"`, "Incorrect attribute value type", "Want a list such as"},
 		"identity_header":             {`"X-Id: 1"`, "Invalid value", "is not a header name"},
@@ -101,6 +107,56 @@ var badValues = map[string]map[string]struct {
 	},
 }
 
+// kubernetesOnly are the attributes only the kubernetes runtime reads: their bad
+// values are tried on a kubernetes host or target.
+var kubernetesOnly = map[string]bool{"kubeconfig": true, "context": true, "namespace": true, "deployment": true, "kube_container": true, "replicas": true}
+
+// TestAttributesOfAnotherRuntime: an attribute its runtime does not read is an
+// error at its name, whether the runtime is the block's own or its host's.
+func TestAttributesOfAnotherRuntime(t *testing.T) {
+	cases := map[string]struct{ body, want string }{
+		"docker setting on a kubernetes target": {
+			"host \"k\" {\n  runtime = \"kubernetes\"\n}\ntarget \"x\" {\n  host     = host.k\n  endpoint = \"http://127.0.0.1:8000\"\n  command = [\"vllm\"]\n}\n",
+			`target "x" runs on runtime "kubernetes", which does not read command: a Deployment's pod template sets the container's command`,
+		},
+		"kubernetes setting on a sim target": {
+			"target \"x\" {\n  endpoint = \"http://127.0.0.1:8000\"\n  replicas = 2\n}\n",
+			`target "x" runs on runtime "sim", which does not read replicas`,
+		},
+		"cluster setting on a docker host": {
+			"host \"d\" {\n  runtime = \"docker\"\n  namespace = \"serving\"\n}\n",
+			`host "d" runs on runtime "docker", which does not read namespace`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			src := "campaign \"c\" {\n  outage {\n    budget  = \"90m\"\n    reserve = \"20m\"\n  }\n}\n" + tc.body
+			path := filepath.Join(t.TempDir(), "c.hcl")
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, diags := load(t, path, plans.Options{})
+			errs := errorsOf(diags)
+			if len(errs) != 1 || errs[0].Summary != "Argument not read by this runtime" || !strings.Contains(errs[0].Detail, tc.want) {
+				t.Fatalf("want one error %q, got:\n%s", tc.want, diags.Error())
+			}
+			// At the attribute's name, on the last line of the block but one.
+			if l := strings.Count(src, "\n") - 1; errs[0].Subject == nil || errs[0].Subject.Start.Line != l || errs[0].Subject.Start.Column != 3 {
+				t.Errorf("diagnostic at %v, want line %d col 3", errs[0].Subject, l)
+			}
+		})
+	}
+	// The same settings where their runtime reads them pass.
+	src := "campaign \"c\" {\n  outage {\n    budget  = \"90m\"\n    reserve = \"20m\"\n  }\n}\nhost \"k\" {\n  runtime = \"kubernetes\"\n  namespace = \"serving\"\n}\ntarget \"x\" {\n  host     = host.k\n  endpoint = \"http://127.0.0.1:8000\"\n  replicas = 2\n}\n"
+	path := filepath.Join(t.TempDir(), "ok.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, diags := load(t, path, plans.Options{}); diags.HasErrors() {
+		t.Fatalf("kubernetes settings on kubernetes blocks: %s", diags.Error())
+	}
+}
+
 // TestEveryDataAttributeIsChecked sets each accepted attribute, alone, to a
 // failing value and expects its own diagnostic, at the value, naming the block
 // and the attribute.
@@ -130,6 +186,9 @@ func TestEveryDataAttributeIsChecked(t *testing.T) {
 				src += fmt.Sprintf("%s \"x\" {\n", kind)
 				if kind == "target" && name != "endpoint" {
 					src += "  endpoint = \"http://127.0.0.1:8000\"\n"
+				}
+				if kubernetesOnly[name] {
+					src += "  runtime = \"kubernetes\"\n"
 				}
 				line := strings.Count(src, "\n") + 1
 				src += fmt.Sprintf("  %s = %s\n}\n", name, tc.value)

@@ -38,6 +38,12 @@ var dataSchemas = map[string]*dataSchema{
 		dataAttr{"sim_power_drift_watts", above(0)},
 		// sim runtime: absolute directory of its container state
 		dataAttr{"sim_dir", tString{absPath: true, example: "/var/lib/rigor-sim"}},
+		// kubernetes runtime: kubeconfig path ("" = KUBECONFIG, ~/.kube/config or
+		// in-cluster), its context ("" = current) and the namespace ("" = the
+		// context's, else default)
+		dataAttr{"kubeconfig", tString{absPath: true, example: "/etc/rigor/kubeconfig"}},
+		dataAttr{"context", tString{example: "prod-gpu"}},
+		dataAttr{"namespace", tString{nonEmpty: true, example: "serving"}},
 	),
 	blockTarget: newDataSchema(map[string]string{
 		"listen": "A target listens where its endpoint says: the simulator binds the endpoint's host:port. Remove listen and set endpoint.",
@@ -69,6 +75,12 @@ var dataSchemas = map[string]*dataSchema{
 		dataAttr{"gpus", tGPUs{}},
 		dataAttr{"preflight", tStrings{nested: true, example: `[["sh", "-c", "true"]]`}},
 		dataAttr{"protected_files", tStrings{example: `["/etc/flare/config.yaml"]`}},
+		// kubernetes runtime: the Deployment (default: container, else the target's
+		// name), the pod template container the image goes into (default: the first)
+		// and the replicas deploy scales it to (default 1)
+		dataAttr{"deployment", tString{nonEmpty: true, example: "glm53"}},
+		dataAttr{"kube_container", tString{nonEmpty: true, example: "server"}},
+		dataAttr{"replicas", wholeAtLeast(1)},
 		// response header naming the incarnation that answered; "" disables
 		dataAttr{"identity_header", tString{format: CheckIdentityHeader, example: "X-Rigor-Incarnation"}},
 		// The serving engine ("vllm" by default, or "sglang") picks the native metric

@@ -81,10 +81,10 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 	st.checkedAt = time.Now()
 	setup, prev := heldRecords(sc, t.Endpoint)
 	// A sim target with no container (a bare server under test) has nothing to hold,
-	// unless a gate or a record says it must have one; docker always has one.
+	// unless a gate or a record says it must have one; docker and kubernetes always have one.
 	id, err := inspect(ctx, t)
 	switch {
-	case err != nil && (t.Runtime == target.RuntimeDocker || idRequired || setup != nil || prev != nil):
+	case err != nil && (t.Runtime == target.RuntimeDocker || t.Runtime == target.RuntimeKubernetes || idRequired || setup != nil || prev != nil):
 		return st, fail(engine.ClassIdentity, idGate, "identity", "container %s: %v", t.Container, err)
 	case err != nil:
 	case id.OOMKilled:
@@ -216,7 +216,7 @@ func runtimeAfter(t target.Target, before beforeState, unreachable bool) *engine
 	if before.incarnation == "" {
 		return nil
 	}
-	if t.Runtime == target.RuntimeDocker {
+	if t.Runtime == target.RuntimeDocker || t.Runtime == target.RuntimeKubernetes {
 		return dockerAfter(t, before, unreachable)
 	}
 	info, err := target.SimInspect(t)
@@ -236,10 +236,11 @@ func runtimeAfter(t target.Target, before beforeState, unreachable bool) *engine
 	return &r
 }
 
-// dockerAfter compares a docker target's identity after a block with the one before:
+// dockerAfter compares a docker or kubernetes target's identity after a block with
+// the one before:
 // an OOM kill is "oom"; a new incarnation or a higher restart count is "restart"; a
 // container that is gone or no longer running is "identity", as on the sim runtime;
-// the engine's oom, die and kill events during the block count too. When the server stopped
+// on docker the engine's oom, die and kill events during the block count too. When the server stopped
 // answering (unreachable), the engine may not have recorded the container's death
 // yet: it is inspected again for a few seconds before it is believed unchanged.
 func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.Result {
@@ -263,6 +264,10 @@ func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.
 		r = engine.Failed(engine.ClassRestart, "container %s restarted during the block (restart count %d, was %d)", t.Container, id.RestartCount, before.restartCount)
 	case !id.Running():
 		r = engine.Failed(engine.ClassIdentity, "container %s stopped during the block: %s with exit code %d (incarnation %s ended)", t.Container, id.Status, id.ExitCode, before.incarnation)
+	case t.Runtime != target.RuntimeDocker:
+		// kubernetes: the incarnation is the set of (pod UID, restart count), so a
+		// restarted container or a replaced pod is a new one above.
+		return nil
 	default:
 		// Inspect cannot see an OOM kill of a process inside a container that runs on,
 		// nor a signal sent to it: the engine's events during the block can.

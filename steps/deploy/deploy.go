@@ -61,9 +61,11 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	switch t.Runtime {
 	case target.RuntimeDocker:
 		return runDocker(ctx, sc, t)
+	case target.RuntimeKubernetes:
+		return runKube(ctx, sc, t)
 	case target.RuntimeSim:
 	default:
-		return engine.Failed(engine.ClassConfig, "target %s: unknown runtime %q (want \"sim\" or \"docker\")", t.Name, t.Runtime)
+		return engine.Failed(engine.ClassConfig, "%v", target.UnknownRuntime(t))
 	}
 	h, err := target.SimHost(t)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps/internal/docker"
+	"github.com/rigor-bench/rigor/steps/internal/kube"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -72,6 +73,8 @@ type Report struct {
 	// ProtectedFiles are the sha256 of the target's protected files, by pin name, as
 	// this check read them (the engine pins the first digest it sees).
 	ProtectedFiles map[string]string `json:"protected_files,omitempty"`
+	// Pods are the pods a kubernetes target's identity was read from.
+	Pods []kube.Pod `json:"pods,omitempty"`
 }
 
 // Run inspects and compares.
@@ -99,6 +102,15 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		// The full inspect stays as evidence with secret env values redacted.
 		if m, err := docker.NewManifest(c.Host(), id, raw, t.APIKey); err == nil {
 			_ = os.WriteFile(sc.Path("inspect.json"), append(m.Inspect, '\n'), 0o644)
+		}
+	case target.RuntimeKubernetes:
+		c, err := target.Kube(ctx, t)
+		if err != nil {
+			return engine.Failed(engine.ClassIdentity, "%v", err)
+		}
+		rep.Host = c.Server + " namespace " + c.Namespace
+		if id, rep.Pods, err = c.Inspect(ctx, t.Container); err != nil {
+			return engine.Failed(engine.ClassIdentity, "target %s: %v", t.Name, err)
 		}
 	default:
 		id, err = target.Inspect(ctx, t)

@@ -128,11 +128,15 @@ type Receipt struct {
 	// DockerHost and Manifest (relative to the state directory) are set on docker.
 	DockerHost string `json:"docker_host,omitempty"`
 	Manifest   string `json:"manifest,omitempty"`
+	// KubeServer and Namespace are set on kubernetes.
+	KubeServer string `json:"kube_server,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
 	// Action: already-running, restarted-by-id, recreated (sim), recreated-from-manifest
-	// or recreated-from-plan (docker).
+	// or recreated-from-plan (docker), reapplied-from-manifest, recreated-from-manifest
+	// or scaled-from-plan (kubernetes).
 	Action      string      `json:"action"`
 	Stopped     []string    `json:"stopped,omitempty"`
-	Container   any         `json:"container"` // sim.ContainerInfo or docker.Identity
+	Container   any         `json:"container"` // sim.ContainerInfo, docker.Identity or deploy.KubeEvidence
 	Checks      []Check     `json:"checks"`
 	NotCompared []Unchecked `json:"not_compared,omitempty"`
 	Outcome     string      `json:"outcome"`
@@ -150,9 +154,9 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
 	switch t.Runtime {
-	case target.RuntimeSim, target.RuntimeDocker:
+	case target.RuntimeSim, target.RuntimeDocker, target.RuntimeKubernetes:
 	default:
-		return engine.Failed(engine.ClassConfig, "target %s: unknown runtime %q (want \"sim\" or \"docker\")", t.Name, t.Runtime)
+		return engine.Failed(engine.ClassConfig, "%v", target.UnknownRuntime(t))
 	}
 	rc := &Receipt{Target: t.Name, Outcome: "failed"}
 	defer func() {
@@ -165,8 +169,11 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		rc.Checks = append(rc.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 		return ok
 	}
-	if t.Runtime == target.RuntimeDocker {
+	switch t.Runtime {
+	case target.RuntimeDocker:
 		return runDocker(ctx, sc, t, rc, check)
+	case target.RuntimeKubernetes:
+		return runKube(ctx, sc, t, rc, check)
 	}
 	h, err := target.SimHost(t)
 	if err != nil {

@@ -1,5 +1,5 @@
 # want: "Invalid value" line 10 col 13
-# detail: "podman" is not a runtime: want "docker" or "sim".
+# detail: "podman" is not a runtime: want "docker", "kubernetes" or "sim".
 campaign "c" {
   outage {
     budget  = "90m"

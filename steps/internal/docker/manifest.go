@@ -47,7 +47,7 @@ func NewManifest(host string, id Identity, raw []byte, secrets ...string) (*Mani
 			for i, e := range env {
 				s, _ := e.(string)
 				k, v, _ := strings.Cut(s, "=")
-				if isSecret(k, v, secrets) {
+				if IsSecretEnv(k, v, secrets) {
 					env[i] = k + "=" + Redacted
 					redacted = append(redacted, k)
 				}
@@ -62,7 +62,9 @@ func NewManifest(host string, id Identity, raw []byte, secrets ...string) (*Mani
 	return &Manifest{Kind: "docker", SavedAt: time.Now().UTC(), DockerHost: host, Identity: id, RedactedEnv: redacted, Inspect: b}, nil
 }
 
-func isSecret(k, v string, secrets []string) bool {
+// IsSecretEnv reports whether an environment variable must not reach evidence: its
+// name looks secret, or its value is one of the given secrets.
+func IsSecretEnv(k, v string, secrets []string) bool {
 	if secretName.MatchString(k) {
 		return true
 	}

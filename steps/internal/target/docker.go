@@ -10,6 +10,7 @@ import (
 
 	"github.com/docker/go-units"
 	"github.com/rigor-bench/rigor/steps/internal/docker"
+	"github.com/rigor-bench/rigor/steps/internal/kube"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -22,7 +23,7 @@ const (
 )
 
 // Runtimes lists the runtimes a host or target may name, sorted.
-func Runtimes() []string { return []string{RuntimeDocker, RuntimeSim} }
+func Runtimes() []string { return []string{RuntimeDocker, RuntimeKubernetes, RuntimeSim} }
 
 // readDocker reads the attributes of the Docker runtime.
 func (t *Target) readDocker(v cty.Value) error {
@@ -155,6 +156,11 @@ func Docker(ctx context.Context, t Target) (*docker.Client, error) {
 	return c, nil
 }
 
+// UnknownRuntime is the error for a runtime no step knows.
+func UnknownRuntime(t Target) error {
+	return fmt.Errorf("target %s: unknown runtime %q (want \"sim\", \"docker\" or \"kubernetes\")", t.Name, t.Runtime)
+}
+
 // SimIdentity turns a simulator inspect record into the shared identity record.
 func SimIdentity(info sim.ContainerInfo) docker.Identity {
 	return docker.Identity{
@@ -181,8 +187,11 @@ func Inspect(ctx context.Context, t Target) (docker.Identity, error) {
 		}
 		id, _, err := c.Inspect(ctx, t.Container)
 		return id, err
+	case RuntimeKubernetes:
+		id, _, err := KubeInspect(ctx, t)
+		return id, err
 	}
-	return docker.Identity{}, fmt.Errorf("target %s: unknown runtime %q (want one of %s)", t.Name, t.Runtime, strings.Join(Runtimes(), ", "))
+	return docker.Identity{}, UnknownRuntime(t)
 }
 
 // ExpectedImageID is the image ID the plan expects the target to run: image itself
@@ -200,6 +209,10 @@ func ExpectedImageID(ctx context.Context, t Target) (string, error) {
 		return p.ImageID(), nil
 	case t.Image == "":
 		return "", nil
+	case t.Runtime == RuntimeKubernetes:
+		// A tag cannot be resolved through the API server: only a pinned digest is
+		// known before the pods report theirs.
+		return kube.Digest(t.Image), nil
 	}
 	c, err := Docker(ctx, t)
 	if err != nil {

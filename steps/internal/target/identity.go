@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rigor-bench/rigor/steps/internal/docker"
+	"github.com/rigor-bench/rigor/steps/internal/kube"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -115,6 +116,8 @@ func RefreshKey(config cty.Value) string {
 	switch t.Runtime {
 	case RuntimeDocker:
 		host = docker.HostURL(t.DockerHost)
+	case RuntimeKubernetes:
+		host = kubeHost(t)
 	case RuntimeSim:
 		if h, err := SimHost(t); err == nil {
 			host = h.Dir()
@@ -136,7 +139,7 @@ func Refresh(ctx context.Context, config, outputs cty.Value) error {
 		return fmt.Errorf("target %s: the journal recorded no identity for container %s, so it cannot be vouched for", t.Name, t.Container)
 	}
 	id, err := Inspect(ctx, t)
-	if errors.Is(err, sim.ErrNoSuchContainer) || errors.Is(err, docker.ErrNoSuchContainer) {
+	if errors.Is(err, sim.ErrNoSuchContainer) || errors.Is(err, docker.ErrNoSuchContainer) || errors.Is(err, kube.ErrNoSuchWorkload) {
 		return fmt.Errorf("target %s: container %s is gone (the journal recorded container_id %s, incarnation %s)", t.Name, t.Container, rec.ContainerID, rec.Incarnation)
 	}
 	if err != nil {

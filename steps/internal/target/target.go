@@ -20,7 +20,7 @@ import (
 type Target struct {
 	Name          string
 	Host          string
-	Runtime       string // "sim" (default) or "docker"
+	Runtime       string // "sim" (default), "docker" or "kubernetes"
 	Container     string
 	Image         string
 	Endpoint      string
@@ -54,6 +54,14 @@ type Target struct {
 	CPUs       float64
 	GPUs       string
 	Labels     map[string]string
+
+	// Kubernetes runtime (kubernetes.go): the host's cluster and namespace, and the
+	// container of the Deployment's pod template the target's image goes into.
+	Kubeconfig    string
+	KubeContext   string
+	Namespace     string
+	KubeContainer string
+	Replicas      int
 
 	// Identity (identity.go): where the sim runtime keeps its containers (host
 	// attribute sim_dir; "" = sim.DefaultRoot()/<host>), the response header that
@@ -120,6 +128,9 @@ func FromValue(v cty.Value) (Target, error) {
 		}
 	}
 	if err := t.readDocker(v); err != nil {
+		return t, err
+	}
+	if err := t.readKube(v); err != nil {
 		return t, err
 	}
 	if err := t.readIdentity(v); err != nil {

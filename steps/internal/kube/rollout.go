@@ -1,0 +1,197 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// pollEvery is how often a wait re-reads the Deployment and its pods.
+const pollEvery = 250 * time.Millisecond
+
+// Occupants lists the other Deployments of the namespace that want pods serving port
+// (a container port or host port of their pod template), in name order: what a deploy
+// takes out of service and a restore stops.
+func (c *Cluster) Occupants(ctx context.Context, port int, except string) ([]appsv1.Deployment, error) {
+	list, err := c.api.AppsV1().Deployments(c.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list deployments in %s: %w", c.Where(), err)
+	}
+	var out []appsv1.Deployment
+	for _, d := range list.Items {
+		if d.Name == except || (d.Spec.Replicas != nil && *d.Spec.Replicas == 0 && d.Status.Replicas == 0) {
+			continue
+		}
+		if Serves(d.Spec.Template.Spec, port) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Serves reports whether a pod template declares port as a container or host port.
+func Serves(spec corev1.PodSpec, port int) bool {
+	for _, c := range spec.Containers {
+		for _, p := range c.Ports {
+			if int(p.ContainerPort) == port || int(p.HostPort) == port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Scale sets a Deployment's replicas and waits until exactly that many of its pods
+// live (to 0: until its last pod is gone, when it has stopped serving).
+func (c *Cluster) Scale(ctx context.Context, name string, replicas int32) error {
+	patch := []byte(`{"spec":{"replicas":` + strconv.Itoa(int(replicas)) + `}}`)
+	if _, err := c.api.AppsV1().Deployments(c.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("scale deployment %s/%s to %d on %s: %w", c.Namespace, name, replicas, c.Server, err)
+	}
+	if replicas != 0 {
+		return nil
+	}
+	for {
+		d, err := c.Deployment(ctx, name)
+		if err != nil {
+			return err
+		}
+		pods, err := c.Pods(ctx, d)
+		if err != nil {
+			return err
+		}
+		if len(pods) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("deployment %s/%s: %d pods still there when scaled to 0: %w", c.Namespace, name, len(pods), ctx.Err())
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// SetImage points the named container (or the first when container is "") at image,
+// sets replicas, and makes sure the pods never try to pull. It returns the updated
+// Deployment.
+func (c *Cluster) SetImage(ctx context.Context, name, container, image string, replicas int32) (*appsv1.Deployment, error) {
+	d, err := c.Deployment(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if image != "" {
+		i, err := containerIndex(d.Spec.Template.Spec, container)
+		if err != nil {
+			return nil, fmt.Errorf("deployment %s/%s: %w", c.Namespace, name, err)
+		}
+		d.Spec.Template.Spec.Containers[i].Image = image
+	}
+	d.Spec.Replicas = &replicas
+	u, err := c.api.AppsV1().Deployments(c.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("update deployment %s/%s on %s: %w", c.Namespace, name, c.Server, err)
+	}
+	return u, nil
+}
+
+func containerIndex(spec corev1.PodSpec, name string) (int, error) {
+	if len(spec.Containers) == 0 {
+		return 0, fmt.Errorf("the pod template has no container")
+	}
+	if name == "" {
+		return 0, nil
+	}
+	var names []string
+	for i, c := range spec.Containers {
+		if c.Name == name {
+			return i, nil
+		}
+		names = append(names, c.Name)
+	}
+	return 0, fmt.Errorf("no container %q in the pod template (it has %s)", name, strings.Join(names, ", "))
+}
+
+// RolloutError is a rollout that cannot complete: a container that was OOM-killed or
+// keeps crashing will not become ready by waiting.
+type RolloutError struct {
+	Deployment string
+	Pod        string
+	Container  string
+	Reason     string
+	ExitCode   int
+}
+
+func (e *RolloutError) Error() string {
+	return fmt.Sprintf("deployment %s: pod %s container %s: %s (exit code %d)", e.Deployment, e.Pod, e.Container, e.Reason, e.ExitCode)
+}
+
+// OOM reports whether the container was OOM-killed.
+func (e *RolloutError) OOM() bool { return e.Reason == "OOMKilled" }
+
+// Stuck returns the first container of pods that was OOM-killed or is in
+// CrashLoopBackOff, as a *RolloutError, or nil.
+func Stuck(deployment string, pods []Pod) *RolloutError {
+	for _, p := range pods {
+		if p.Deleting {
+			continue
+		}
+		for _, c := range p.Containers {
+			switch {
+			case c.LastReason == "OOMKilled":
+				return &RolloutError{deployment, p.Name, c.Name, "OOMKilled", c.ExitCode}
+			case c.State == "waiting: CrashLoopBackOff", c.State == "waiting: ErrImageNeverPull", c.State == "waiting: InvalidImageName":
+				return &RolloutError{deployment, p.Name, c.Name, strings.TrimPrefix(c.State, "waiting: "), c.ExitCode}
+			}
+		}
+	}
+	return nil
+}
+
+// WaitRollout waits until the Deployment's controller has seen its latest spec, every
+// wanted pod is of that spec, running and ready, and no pod of an older spec is left;
+// it returns the identity then. A container that is OOM-killed or cannot start ends
+// the wait at once with a *RolloutError; ctx bounds it otherwise.
+func (c *Cluster) WaitRollout(ctx context.Context, name string) ([]Pod, error) {
+	var last string
+	for {
+		d, err := c.Deployment(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		pods, err := c.Pods(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		if e := Stuck(fmt.Sprintf("%s/%s", c.Namespace, name), pods); e != nil {
+			return pods, e
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		s := d.Status
+		id := IdentityOf(d, pods)
+		done := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want &&
+			s.ReadyReplicas == want && s.AvailableReplicas == want && len(pods) == int(want) && id.Status == "running" && id.Health == "healthy"
+		if want == 0 {
+			done = s.ObservedGeneration >= d.Generation && len(pods) == 0
+		}
+		if done {
+			return pods, nil
+		}
+		last = fmt.Sprintf("generation %d observed %d, %d updated, %d ready of %d wanted, %d pods (%s)",
+			d.Generation, s.ObservedGeneration, s.UpdatedReplicas, s.ReadyReplicas, want, len(pods), id.Status)
+		select {
+		case <-ctx.Done():
+			return pods, fmt.Errorf("deployment %s/%s on %s: %w: %s: %v", c.Namespace, name, c.Server, ErrRolloutTimedOut, last, ctx.Err())
+		case <-time.After(pollEvery):
+		}
+	}
+}

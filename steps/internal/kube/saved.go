@@ -1,0 +1,190 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rigor-bench/rigor/steps/internal/docker"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Kind is the kind of a restore manifest this package writes; the file name is the
+// Docker runtime's (docker.ManifestFile), whose reader skips other kinds.
+const Kind = "kubernetes"
+
+// Saved is the restore manifest of a Deployment: its full object as the API server
+// returned it before a deploy touched it, with secret environment values redacted,
+// and its pods' identity (the image IDs restore pins the containers to).
+type Saved struct {
+	Kind        string          `json:"kind"`
+	SavedAt     time.Time       `json:"saved_at"`
+	Server      string          `json:"server"`
+	Namespace   string          `json:"namespace"`
+	Identity    docker.Identity `json:"identity"`
+	Pods        []Pod           `json:"pods"`
+	RedactedEnv []string        `json:"redacted_env,omitempty"`
+	Object      json.RawMessage `json:"object"`
+}
+
+// Save builds the restore manifest of a Deployment and its pods.
+func (c *Cluster) Save(d *appsv1.Deployment, pods []Pod, secrets ...string) (*Saved, error) {
+	cp := d.DeepCopy()
+	cp.APIVersion, cp.Kind = "apps/v1", "Deployment"
+	cp.ManagedFields = nil
+	var redacted []string
+	for _, list := range [][]corev1.Container{cp.Spec.Template.Spec.InitContainers, cp.Spec.Template.Spec.Containers} {
+		for i := range list {
+			for j, e := range list[i].Env {
+				if e.ValueFrom == nil && docker.IsSecretEnv(e.Name, e.Value, secrets) {
+					list[i].Env[j].Value = docker.Redacted
+					redacted = append(redacted, list[i].Name+"/"+e.Name)
+				}
+			}
+		}
+	}
+	sort.Strings(redacted)
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	return &Saved{Kind: Kind, SavedAt: time.Now().UTC(), Server: c.Server, Namespace: c.Namespace,
+		Identity: IdentityOf(d, pods), Pods: pods, RedactedEnv: redacted, Object: b}, nil
+}
+
+// FindSaved returns the newest kubernetes restore manifest under <stateDir>/attempts
+// for the named Deployment in the cluster's namespace, or nil: deploy attempts keep
+// theirs even when they fail, so restore needs neither the journal nor a deploy's
+// outputs.
+func (c *Cluster) FindSaved(stateDir, name string) (*Saved, string, error) {
+	root := filepath.Join(stateDir, "attempts")
+	var best *Saved
+	var bestPath string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) && p == root {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if d.IsDir() || d.Name() != docker.ManifestFile {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("read restore manifest %s: %w", p, err)
+		}
+		var m Saved
+		if json.Unmarshal(b, &m) != nil || m.Kind != Kind {
+			return nil
+		}
+		if m.Identity.Name != name || m.Namespace != c.Namespace || m.Server != c.Server {
+			return nil
+		}
+		if best == nil || m.SavedAt.After(best.SavedAt) {
+			mm := m
+			best, bestPath = &mm, p
+		}
+		return nil
+	})
+	return best, bestPath, err
+}
+
+// Pinned is the saved Deployment with each redacted environment value taken from
+// env (the live object's, then the plan's), and the one image ID each container's
+// pods ran: the digest the restore must bring back and then verify. Where the
+// runtime reported a repository digest (repo@sha256:..., an image pulled from a
+// registry), the template names the image by it, so the registry can only serve
+// those bytes. Otherwise (an image imported into the node, whose ID is a bare
+// sha256:...) the template keeps the saved reference, because a kubelet resolves a
+// bare image ID to no image on containerd (ErrImageNeverPull, seen on the test
+// cluster); a reference that now names another image then fails the restore's
+// digest check instead of restoring something else.
+func (s *Saved) Pinned(live *appsv1.Deployment, env map[string]string) (*appsv1.Deployment, map[string]string, error) {
+	var d appsv1.Deployment
+	if err := json.Unmarshal(s.Object, &d); err != nil {
+		return nil, nil, fmt.Errorf("restore manifest of deployment %s cannot be read back: %v", s.Identity.Name, err)
+	}
+	ids := map[string]map[string]string{} // container -> digest -> the image ID naming it
+	for _, p := range s.Pods {
+		for _, c := range p.Containers {
+			if dg := Digest(c.ImageID); dg != "" {
+				if ids[c.Name] == nil {
+					ids[c.Name] = map[string]string{}
+				}
+				ids[c.Name][dg] = strings.TrimPrefix(c.ImageID, "docker-pullable://")
+			}
+		}
+	}
+	want := map[string]string{}
+	cs := d.Spec.Template.Spec.Containers
+	for i := range cs {
+		if len(ids[cs[i].Name]) == 1 {
+			for dg, id := range ids[cs[i].Name] {
+				want[cs[i].Name] = dg
+				if repo, _, ok := strings.Cut(id, "@"); ok && repo != "" {
+					cs[i].Image = repo + "@" + dg
+				}
+			}
+		}
+		for j, e := range cs[i].Env {
+			if e.Value != docker.Redacted || e.ValueFrom != nil {
+				continue
+			}
+			v, ok := liveEnv(live, cs[i].Name, e.Name)
+			if !ok {
+				v, ok = env[e.Name]
+			}
+			if !ok {
+				return nil, nil, fmt.Errorf("deployment %s container %s: %w: %s (declare it in the target's env)", d.Name, cs[i].Name, docker.ErrRedactedEnvValue, e.Name)
+			}
+			cs[i].Env[j].Value = v
+		}
+	}
+	return &d, want, nil
+}
+
+func liveEnv(live *appsv1.Deployment, container, name string) (string, bool) {
+	if live == nil {
+		return "", false
+	}
+	for _, c := range live.Spec.Template.Spec.Containers {
+		if c.Name != container {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name == name && e.ValueFrom == nil && e.Value != docker.Redacted {
+				return e.Value, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Apply puts a Deployment's spec in place: an update of the live object when it
+// exists, else a create from the saved labels, annotations and spec.
+func (c *Cluster) Apply(ctx context.Context, d *appsv1.Deployment, live *appsv1.Deployment) error {
+	api := c.api.AppsV1().Deployments(c.Namespace)
+	if live != nil {
+		u := live.DeepCopy()
+		u.Spec = d.Spec
+		u.Labels, u.Annotations = d.Labels, d.Annotations
+		if _, err := api.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("update deployment %s/%s on %s: %w", c.Namespace, d.Name, c.Server, err)
+		}
+		return nil
+	}
+	n := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: c.Namespace, Labels: d.Labels, Annotations: d.Annotations}, Spec: d.Spec}
+	if _, err := api.Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create deployment %s/%s on %s: %w", c.Namespace, d.Name, c.Server, err)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// These tests run the API calls against client-go's object tracker: no controller
+// runs there, so they hold what rigor writes, not rollouts (kube_test.go does those
+// on the real test cluster).
+
+func served(name, image string, port, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "sim", Image: image, Ports: []corev1.ContainerPort{{ContainerPort: port}},
+					Env: []corev1.EnvVar{{Name: "HF_TOKEN", Value: "hf_secret"}, {Name: "MODE", Value: "fast"}}}}}}},
+	}
+}
+
+func runningPod(name, app, imageID string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), Labels: map[string]string{"app": app}},
+		Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "sim", Image: "x"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "sim", ImageID: imageID, ContainerID: "containerd://c1",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+	}
+}
+
+// An image imported into the node (its ID a bare sha256:...) keeps its saved
+// reference: a kubelet finds no image by a bare ID, and the digest is checked after.
+func TestPinnedKeepsAnImportedImagesReference(t *testing.T) {
+	const digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	api := fake.NewSimpleClientset(served("inc", "sim:incumbent", 19210, 1), runningPod("inc-1", "inc", digest))
+	c := &Cluster{api: api, Server: "https://k:6443", Namespace: "ns"}
+	ctx := context.Background()
+	d, _ := c.Deployment(ctx, "inc")
+	pods, _ := c.Pods(ctx, d)
+	saved, err := c.Save(d, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, want, err := saved.Pinned(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := pinned.Spec.Template.Spec.Containers[0].Image; img != "sim:incumbent" || want["sim"] != digest {
+		t.Errorf("image %s, want sim:incumbent; digest to verify %v", img, want)
+	}
+}
+
+func TestOccupantsSaveAndPinnedApply(t *testing.T) {
+	const digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	api := fake.NewSimpleClientset(
+		served("inc", "sim:incumbent", 19210, 1), served("cand", "sim:candidate", 19210, 0),
+		served("other", "sim:x", 19211, 1), runningPod("inc-1", "inc", "docker.io/library/sim@"+digest))
+	c := &Cluster{api: api, Server: "https://k:6443", Namespace: "ns"}
+	ctx := context.Background()
+
+	occ, err := c.Occupants(ctx, 19210, "cand")
+	if err != nil || len(occ) != 1 || occ[0].Name != "inc" {
+		t.Fatalf("occupants of 19210: %v %v; want inc alone (cand is the target, other serves 19211)", occ, err)
+	}
+	d, _ := c.Deployment(ctx, "inc")
+	pods, _ := c.Pods(ctx, d)
+	saved, err := c.Save(d, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Identity.ImageID != digest || saved.Identity.Status != "running" || strings.Contains(string(saved.Object), "hf_secret") ||
+		!strings.Contains(string(saved.Object), `"MODE","value":"fast"`) || len(saved.RedactedEnv) != 1 {
+		t.Fatalf("saved: %+v redacted %v\n%s", saved.Identity, saved.RedactedEnv, saved.Object)
+	}
+
+	// The candidate's turn: the incumbent changed (another image, 0 replicas).
+	if _, err := c.SetImage(ctx, "inc", "sim", "sim:other", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetImage(ctx, "inc", "nope", "sim:other", 1); err == nil || !strings.Contains(err.Error(), `deployment ns/inc: no container "nope" in the pod template (it has sim)`) {
+		t.Errorf("a missing container: %v", err)
+	}
+	live, _ := c.Deployment(ctx, "inc")
+	pinned, want, err := saved.Pinned(live, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want["sim"] != digest {
+		t.Errorf("pinned %v", want)
+	}
+	if err := c.Apply(ctx, pinned, live); err != nil {
+		t.Fatal(err)
+	}
+	back, _ := c.Deployment(ctx, "inc")
+	ct := back.Spec.Template.Spec.Containers[0]
+	// The pods ran an image pulled from a registry: the template names it by digest.
+	if ct.Image != "docker.io/library/sim@"+digest || *back.Spec.Replicas != 1 || ct.Env[0].Value != "hf_secret" {
+		t.Errorf("after apply: image %s, replicas %d, env %+v", ct.Image, *back.Spec.Replicas, ct.Env)
+	}
+
+	// Deleted meanwhile: created again from the manifest; a redacted value the live
+	// object cannot give back comes from the plan, else it is an error naming it.
+	if _, _, err := saved.Pinned(nil, nil); err == nil || !strings.Contains(err.Error(), "deployment inc container sim") || !strings.Contains(err.Error(), "HF_TOKEN") {
+		t.Errorf("a redacted value nobody declares: %v", err)
+	}
+	_ = api.AppsV1().Deployments("ns").Delete(ctx, "inc", metav1.DeleteOptions{})
+	pinned, _, err = saved.Pinned(nil, map[string]string{"HF_TOKEN": "from-plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(ctx, pinned, nil); err != nil {
+		t.Fatal(err)
+	}
+	if back, _ := c.Deployment(ctx, "inc"); back.Spec.Template.Spec.Containers[0].Env[0].Value != "from-plan" || back.Spec.Template.Spec.Containers[0].Image != "docker.io/library/sim@"+digest {
+		t.Errorf("recreated: %+v", back.Spec.Template.Spec.Containers[0])
+	}
+}

@@ -1,0 +1,166 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/deploy"
+	"github.com/rigor-bench/rigor/steps/internal/kube"
+	"github.com/rigor-bench/rigor/steps/internal/target"
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// runKube restores a kubernetes incumbent: every other Deployment serving the
+// endpoint's port is scaled to 0, then the newest restore manifest a deploy saved for
+// this target's Deployment is applied again with each container pinned to the exact
+// image ID its pods ran; without a manifest (the incumbent was never taken out of
+// service) the Deployment is put at the plan's image and replicas. Then the rollout,
+// the image IDs, health, preflight and protected files are verified.
+func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *Receipt, check checkFunc) engine.Result {
+	rc.Runtime = target.RuntimeKubernetes
+	port, err := t.Port()
+	if err != nil {
+		return engine.Failed(engine.ClassConfig, "%v", err)
+	}
+	c, err := target.Kube(ctx, t)
+	if err != nil {
+		check("connect", false, "%v", err)
+		return engine.Failed(engine.ClassHealth, "%v", err)
+	}
+	rc.KubeServer, rc.Namespace = c.Server, c.Namespace
+	saved, path, err := c.FindSaved(sc.StateDir, t.Container)
+	if err != nil {
+		check("restore manifest", false, "%v", err)
+		return engine.Failed(engine.ClassInternal, "%v", err)
+	}
+	if saved != nil {
+		rel, _ := filepath.Rel(sc.StateDir, path)
+		rc.Manifest = filepath.ToSlash(rel)
+		check("restore manifest", true, "%s names deployment %s/%s, image %s, incarnation %s", rc.Manifest, saved.Namespace, saved.Identity.Name, saved.Identity.ImageID, saved.Identity.Incarnation)
+	}
+	occupants, err := c.Occupants(ctx, port, t.Container)
+	if err != nil {
+		check("stop candidate", false, "%v", err)
+		return engine.Failed(engine.ClassHealth, "%v", err)
+	}
+	for _, occ := range occupants {
+		if err := c.Scale(ctx, occ.Name, 0); err != nil {
+			check("stop candidate", false, "%s: %v", occ.Name, err)
+			return engine.Failed(engine.ClassHealth, "%v", err)
+		}
+		rc.Stopped = append(rc.Stopped, "deployment "+occ.Name)
+	}
+	live, err := c.Deployment(ctx, t.Container)
+	if err != nil && !errors.Is(err, kube.ErrNoSuchWorkload) {
+		check("inspect", false, "%v", err)
+		return engine.Failed(engine.ClassHealth, "%v", err)
+	}
+	if err != nil {
+		live = nil
+	}
+	var pinned map[string]string
+	switch {
+	case saved != nil:
+		var d *appsv1.Deployment
+		if d, pinned, err = saved.Pinned(live, t.Env); err == nil {
+			err = c.Apply(ctx, d, live)
+		}
+		rc.Action = "reapplied-from-manifest"
+		if live == nil {
+			rc.Action = "recreated-from-manifest"
+		}
+		if err != nil {
+			check("apply", false, "%v", err)
+			return engine.Failed(engine.ClassHealth, "restore %s: %v", t.Container, err)
+		}
+	case live != nil:
+		id, _, _ := c.Inspect(ctx, t.Container)
+		rc.Action = "already-running"
+		if !id.Running() || (t.Image != "" && !imageDeclared(live, t)) {
+			rc.Action = "scaled-from-plan"
+			if _, err := c.SetImage(ctx, t.Container, t.KubeContainer, t.Image, int32(t.Replicas)); err != nil {
+				check("apply", false, "%v", err)
+				return engine.Failed(engine.ClassHealth, "restore %s: %v", t.Container, err)
+			}
+		}
+	default:
+		check("restore manifest", false, "no deploy saved deployment %s and it is not in %s", t.Container, c.Where())
+		return engine.Failed(engine.ClassConfig, "target %s: deployment %s is not in %s and no deploy saved it", t.Name, t.Container, c.Where())
+	}
+	if _, err := c.WaitRollout(ctx, t.Container); err != nil {
+		check("rollout", false, "%v", err)
+		var re *kube.RolloutError
+		if errors.As(err, &re) && re.OOM() {
+			return engine.Failed(engine.ClassOOM, "restored %s: %v", t.Name, err)
+		}
+		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
+	}
+	id, pods, err := c.Inspect(ctx, t.Container)
+	if err != nil {
+		check("inspect", false, "%v", err)
+		return engine.Failed(engine.ClassIdentity, "inspect %s: %v", t.Container, err)
+	}
+	id.Endpoint = t.Endpoint
+	rc.Container = deploy.KubeEvidence{Server: c.Server, Namespace: c.Namespace, Identity: id, Pods: pods}
+	want := ""
+	if len(pinned) > 0 {
+		var l []string
+		for _, d := range pinned {
+			if !contains(l, d) {
+				l = append(l, d)
+			}
+		}
+		sort.Strings(l)
+		want = strings.Join(l, ",")
+	}
+	if w, _ := target.ExpectedImageID(ctx, t); w != "" && want == "" {
+		want = w
+	}
+	if want != "" {
+		if !check("image identity", id.ImageID == want, "running %s, expected %s", id.ImageID, want) {
+			return engine.Failed(engine.ClassIdentity, "restored %s runs image %s, expected %s", t.Container, id.ImageID, want)
+		}
+	}
+	if err := target.WaitHealthyKube(ctx, t, c); err != nil {
+		check("health", false, "%v", err)
+		var re *kube.RolloutError
+		if errors.As(err, &re) && re.OOM() {
+			return engine.Failed(engine.ClassOOM, "restored %s: %v", t.Name, err)
+		}
+		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
+	}
+	check("health", true, "%s%s answered 2xx", t.Endpoint, t.HealthPath)
+	if r := verifyRestored(ctx, sc, t, rc, check); r != nil {
+		return *r
+	}
+	if id, pods, err = c.Inspect(ctx, t.Container); err == nil {
+		id.Endpoint = t.Endpoint
+		rc.Container = deploy.KubeEvidence{Server: c.Server, Namespace: c.Namespace, Identity: id, Pods: pods}
+	}
+	rc.Outcome = "restored"
+	return engine.Succeeded(deploy.DockerIdentityValue(id))
+}
+
+// imageDeclared reports whether the Deployment's container already names the
+// target's image.
+func imageDeclared(d *appsv1.Deployment, t target.Target) bool {
+	for i, c := range d.Spec.Template.Spec.Containers {
+		if (t.KubeContainer == "" && i == 0) || c.Name == t.KubeContainer {
+			return c.Image == t.Image
+		}
+	}
+	return false
+}
+
+func contains(l []string, s string) bool {
+	for _, e := range l {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
