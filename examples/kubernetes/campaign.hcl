@@ -8,14 +8,18 @@
 # incumbent again; restore applies the saved Deployment again with its exact image
 # ID and verifies it (the outage closes; receipt.json is written).
 #
+# Every block's load comes from three `rigor agent` pods of an Indexed Job
+# (agents.yaml): the block step hands pod k shard k and merges their records.
+#
 # The test cluster (.ci/kube/cluster.sh up) prints the kubeconfig; with images
 # imported into its containerd (.ci/kube/cluster.sh load IMAGE) and
-# deployments.yaml applied in a namespace:
+# deployments.yaml and agents.yaml applied in a namespace:
 #
 #   rigor plan apply examples/kubernetes/campaign.hcl --state runs/kube \
 #     --var kubeconfig=$RIGOR_KUBECONFIG --var namespace=NAMESPACE
 #
 # examples/kubernetes/kubernetes_test.go does all of that against the test cluster.
+# Without a cluster, `rigor plan show` and `rigor plan validate` work as anywhere.
 
 campaign "kubernetes" {
   description = "Identity, deploy, an ABBA matrix and exact restore of Deployments of the simulator on Kubernetes."
@@ -51,9 +55,15 @@ variable "port" {
   description = "Port both Deployments serve on 127.0.0.1 (hostNetwork): they take turns on one endpoint."
 }
 
+variable "agents" {
+  type        = list(string)
+  default     = ["tcp://127.0.0.1:19220", "tcp://127.0.0.1:19221", "tcp://127.0.0.1:19222"]
+  description = "The load agents of agents.yaml (an Indexed Job), in completion-index order: agent k sends shard k of every block."
+}
+
 variable "requests" {
   type    = number
-  default = 8
+  default = 9
 }
 
 variable "max_tokens" {
@@ -131,11 +141,12 @@ step "deploy" "incumbent_again" {
 # ABBA: the incumbent before and after the candidate measures drift.
 matrix "primary" {
   workload    = workload.capacity
-  concurrency = [2]
+  concurrency = [3]
   repetitions = 1
-  requests    = { c2 = var.requests }
+  requests    = { c3 = var.requests }
   timeout     = "2m"
   gates       = [gate.before_block]
+  agents      = var.agents
 
   arm "incumbent_before" {
     target      = target.incumbent

@@ -33,6 +33,8 @@ import (
 const (
 	incumbentImage = "rigor-kube-example/sim:incumbent"
 	candidateImage = "rigor-kube-example/sim:candidate"
+	agentImage     = "rigor-kube-example/rigor:agent"
+	agentCount     = 3 // agents.yaml's completions
 )
 
 var (
@@ -44,7 +46,7 @@ var (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if imgErr == nil && binDir != "" {
-		_ = exec.Command("docker", "rmi", "-f", incumbentImage, candidateImage).Run()
+		_ = exec.Command("docker", "rmi", "-f", incumbentImage, candidateImage, agentImage).Run()
 	}
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -73,13 +75,13 @@ func rigorBinary(t *testing.T) string {
 	return bin
 }
 
-// images builds the two images FROM scratch and imports them into the cluster's
+// images builds the three images FROM scratch and imports them into the cluster's
 // containerd, once.
 func images(t *testing.T) {
 	t.Helper()
 	rigorBinary(t)
 	imgOnce.Do(func() {
-		for tag, file := range map[string]string{incumbentImage: "Dockerfile.incumbent", candidateImage: "Dockerfile.candidate"} {
+		for tag, file := range map[string]string{incumbentImage: "Dockerfile.incumbent", candidateImage: "Dockerfile.candidate", agentImage: "Dockerfile.agent"} {
 			if out, err := exec.Command("docker", "build", "-q", "-t", tag, "-f", file, binDir).CombinedOutput(); err != nil {
 				imgErr = fmt.Errorf("docker build %s: %v\n%s", tag, err, out)
 				return
@@ -89,19 +91,20 @@ func images(t *testing.T) {
 	if imgErr != nil {
 		t.Fatal(imgErr)
 	}
-	kubetest.LoadImages(t, incumbentImage, candidateImage)
+	kubetest.LoadImages(t, incumbentImage, candidateImage, agentImage)
 }
 
 type run struct {
-	t     *testing.T
-	kc    *kubetest.Cluster
-	state string
-	port  int
+	t      *testing.T
+	kc     *kubetest.Cluster
+	state  string
+	port   int
+	agents []string // the agent Job's addresses, in completion-index order
 }
 
 // newRun starts a test on the cluster: images loaded, the two Deployments of
-// deployments.yaml applied in the test's namespace on a free port, simulator time
-// scaled by timeScale.
+// deployments.yaml and the agents' Indexed Job of agents.yaml applied in the test's
+// namespace on free ports, simulator time scaled by timeScale.
 func newRun(t *testing.T, timeScale string, deployments bool) *run {
 	t.Helper()
 	kc := kubetest.Require(t)
@@ -110,12 +113,43 @@ func newRun(t *testing.T, timeScale string, deployments bool) *run {
 	if deployments {
 		kc.ApplyDeployments(t, "deployments.yaml", "19210", strconv.Itoa(r.port), `"0.02"`, strconv.Quote(timeScale))
 	}
+	base := freePorts(t, agentCount)
+	kc.ApplyJobs(t, "agents.yaml", "19220", strconv.Itoa(base))
+	for k := range agentCount {
+		r.agents = append(r.agents, fmt.Sprintf("tcp://127.0.0.1:%d", base+k))
+	}
+	waitListening(t, r.agents)
 	return r
 }
 
 func (r *run) apply(ctx context.Context, campaign string, vars ...string) (int, string) {
 	r.t.Helper()
-	return apply(r.t, ctx, campaign, r.state, append([]string{"kubeconfig=" + r.kc.Kubeconfig, "namespace=" + r.kc.Namespace, fmt.Sprintf("port=%d", r.port)}, vars...)...)
+	quoted := make([]string, len(r.agents))
+	for i, a := range r.agents {
+		quoted[i] = strconv.Quote(a)
+	}
+	return apply(r.t, ctx, campaign, r.state, append([]string{"kubeconfig=" + r.kc.Kubeconfig, "namespace=" + r.kc.Namespace,
+		fmt.Sprintf("port=%d", r.port), "agents=[" + strings.Join(quoted, ", ") + "]"}, vars...)...)
+}
+
+// waitListening waits until every agent pod accepts connections (a minute at most:
+// the Job's pods are scheduled, their image is local).
+func waitListening(t *testing.T, agents []string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for _, a := range agents {
+		for {
+			c, err := net.DialTimeout("tcp", strings.TrimPrefix(a, "tcp://"), time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("agent %s of the Indexed Job not listening after a minute: %v", a, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 }
 
 func apply(t *testing.T, ctx context.Context, campaign, state string, vars ...string) (int, string) {
@@ -174,12 +208,34 @@ func seq(recs []engine.Record, kind, step string) int {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freePorts(t, 1)
+}
+
+// nextPort walks ports below the kernel's ephemeral range (32768 and up), so that
+// no outgoing connection takes one while a pod that serves it restarts.
+var nextPort = 20000 + os.Getpid()%5000
+
+// freePorts returns the first of n consecutive loopback ports nothing listens on.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	for ; nextPort < 32000-n; nextPort += n {
+		free := true
+		for k := range n {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", nextPort+k))
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if free {
+			base := nextPort
+			nextPort += n
+			return base
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no %d free consecutive loopback ports below 32000", n)
+	return 0
 }
 
 func readJSON(t *testing.T, path string, v any) {
@@ -212,6 +268,7 @@ func TestCampaignEndToEnd(t *testing.T) {
 			}
 			if strings.HasPrefix(rec.Step, "block.primary[") {
 				blocks++
+				checkAgents(t, r, filepath.Join(r.state, rec.Dir))
 			}
 		}
 	}
@@ -255,9 +312,17 @@ func TestCampaignEndToEnd(t *testing.T) {
 		Object json.RawMessage `json:"object"`
 	}
 	readJSON(t, filepath.Join(r.state, end(t, recs, "deploy.candidate").Dir, "restore-manifest.json"), &saved)
+	var object struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(saved.Object, &object)
 	if saved.Kind != "kubernetes" || saved.Identity.Name != "sim-incumbent" || saved.Identity.ImageID != digest ||
-		saved.Identity.Status != "running" || len(saved.Pods) != 1 || saved.Pods[0].Node != "rigor-node" || !strings.Contains(string(saved.Object), `"kind":"Deployment"`) {
-		t.Errorf("restore manifest: %+v, %d pods, %d bytes of object", saved.Identity, len(saved.Pods), len(saved.Object))
+		saved.Identity.Status != "running" || len(saved.Pods) != 1 || saved.Pods[0].Node != "rigor-node" ||
+		object.Kind != "Deployment" || object.Metadata.Name != "sim-incumbent" {
+		t.Errorf("restore manifest: %+v, %d pods, object %+v", saved.Identity, len(saved.Pods), object)
 	}
 	var receipt struct {
 		Runtime string   `json:"runtime"`
@@ -289,11 +354,12 @@ func TestCampaignEndToEnd(t *testing.T) {
 			t.Errorf("receipt lacks the %q check: %+v", want, receipt.Checks)
 		}
 	}
-	// And the cluster agrees: the incumbent runs its exact digest, pinned in its
-	// template; the candidate is at 0 replicas, not deleted.
+	// And the cluster agrees: the incumbent's pods run its exact digest under the
+	// reference it was deployed with (an imported image has no registry digest to
+	// pin); the candidate is at 0 replicas, not deleted.
 	d, err := r.kc.API.AppsV1().Deployments(r.kc.Namespace).Get(ctx, "sim-incumbent", metav1.GetOptions{})
-	if err != nil || d.Spec.Template.Spec.Containers[0].Image != digest {
-		t.Errorf("incumbent after the campaign: %v, template image %q; want %s", err, d.Spec.Template.Spec.Containers[0].Image, digest)
+	if err != nil || d.Spec.Template.Spec.Containers[0].Image != incumbentImage {
+		t.Errorf("incumbent after the campaign: %v, template image %q; want %s", err, d.Spec.Template.Spec.Containers[0].Image, incumbentImage)
 	}
 	for _, p := range r.kc.Pods(t, "sim-incumbent") {
 		if len(p.Status.ContainerStatuses) != 1 || !strings.HasSuffix(p.Status.ContainerStatuses[0].ImageID, digest) {
@@ -306,9 +372,46 @@ func TestCampaignEndToEnd(t *testing.T) {
 	}
 }
 
+// checkAgents holds a block to the agents' Indexed Job: pod k (at the k-th address)
+// sent slice k, one connection each, and the merged requests.jsonl holds every
+// request once.
+func checkAgents(t *testing.T, r *run, dir string) {
+	t.Helper()
+	var res struct {
+		Requests int `json:"requests"`
+		Agents   struct {
+			Agents []struct {
+				Agent       string `json:"agent"`
+				Slice       int    `json:"slice"`
+				Connections int    `json:"connections"`
+				Records     int    `json:"records"`
+			} `json:"agents"`
+		} `json:"agents"`
+	}
+	readJSON(t, filepath.Join(dir, "result.json"), &res)
+	got := res.Agents.Agents
+	if len(got) != agentCount {
+		t.Fatalf("%s: %d agents in result.json, want the Job's %d", dir, len(got), agentCount)
+	}
+	sum := 0
+	for k, a := range got {
+		if a.Agent != r.agents[k] || a.Slice != k || a.Connections != 1 || a.Records == 0 {
+			t.Errorf("%s: agent %d %+v; want %s, slice %d, 1 connection, some records", dir, k, a, r.agents[k], k)
+		}
+		sum += a.Records
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "requests.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(b), "\n"); lines != sum || lines != 9 {
+		t.Errorf("%s: requests.jsonl has %d records, the agents sent %d; want the cell's 9", dir, lines, sum)
+	}
+}
+
 // TestPodKilledDuringBlock deletes the candidate's pod while its block sends: the
 // ReplicaSet replaces it, so the block ends with a new incarnation (restart), names
-// the Deployment, and the incumbent is restored.
+// the Deployment, stops the candidate's arm, and the incumbent is restored.
 func TestPodKilledDuringBlock(t *testing.T) {
 	r := newRun(t, "0.3", true)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -331,11 +434,13 @@ func TestPodKilledDuringBlock(t *testing.T) {
 	if err := <-killed; err != nil {
 		t.Fatalf("delete the candidate's pod: %v\n%s", err, out)
 	}
-	if code == 0 {
-		t.Fatalf("apply succeeded although the candidate's pod was killed during its block:\n%s", out)
+	// A restart stops the candidate's arm, not the campaign: the incumbent's arms run
+	// and the campaign completes, its output naming the stopped arm.
+	if code != 0 || !strings.Contains(out, "arm primary/candidate stopped") {
+		t.Fatalf("apply exited %d; want 0 with the candidate's arm stopped:\n%s", code, out)
 	}
 	recs := journal(t, r.state)
-	blk := end(t, recs, `block.primary["candidate/c2/r1"]`)
+	blk := end(t, recs, `block.primary["candidate/c3/r1"]`)
 	if blk.Status != engine.StatusFailed || (blk.Class != engine.ClassRestart && blk.Class != engine.ClassIdentity) {
 		t.Fatalf("candidate block: %s (%s) %s; want failed with class restart or identity", blk.Status, blk.Class, blk.Message)
 	}
@@ -352,12 +457,16 @@ func TestPodKilledDuringBlock(t *testing.T) {
 	if seq(recs, engine.KindOutageEnd, "restore.incumbent") < 0 {
 		t.Error("the outage was not closed by the restore")
 	}
-	var receipt struct {
-		Stopped []string `json:"stopped"`
+	// The incumbent's last arm ran after the stopped one, on the incumbent again.
+	if again := end(t, recs, "deploy.incumbent_again"); again.Status != engine.StatusSucceeded || again.Seq < blk.Seq {
+		t.Errorf("deploy.incumbent_again after the stopped arm: %s (%s) %s", again.Status, again.Class, again.Message)
 	}
-	readJSON(t, filepath.Join(r.state, rst.Dir, "receipt.json"), &receipt)
-	if len(receipt.Stopped) != 1 || receipt.Stopped[0] != "deployment sim-candidate" {
-		t.Errorf("restore stopped %v; want the candidate's deployment", receipt.Stopped)
+	if after := end(t, recs, `block.primary["incumbent_after/c3/r1"]`); after.Status != engine.StatusSucceeded {
+		t.Errorf("the incumbent's last block: %s (%s) %s", after.Status, after.Class, after.Message)
+	}
+	c, err := r.kc.API.AppsV1().Deployments(r.kc.Namespace).Get(ctx, "sim-candidate", metav1.GetOptions{})
+	if err != nil || c.Spec.Replicas == nil || *c.Spec.Replicas != 0 {
+		t.Errorf("candidate after the campaign: %v, replicas %v; want 0", err, c.Spec.Replicas)
 	}
 }
 

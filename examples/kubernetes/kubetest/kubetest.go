@@ -16,6 +16,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -64,8 +65,10 @@ func Require(t *testing.T) *Cluster {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		// Deployments first, so that their pods stop and free the host ports.
+		// Deployments and Jobs first, so that their pods stop and free the host ports.
 		_ = api.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		background := metav1.DeletePropagationBackground
+		_ = api.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{})
 		zero := int64(0)
 		_ = api.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 		_ = api.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
@@ -108,29 +111,54 @@ func LoadImages(t *testing.T, refs ...string) {
 // test's namespace, each string of replace replaced first.
 func (c *Cluster) ApplyDeployments(t *testing.T, path string, replace ...string) []appsv1.Deployment {
 	t.Helper()
+	return create(t, c.Namespace, path, replace, func(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+		return c.API.AppsV1().Deployments(c.Namespace).Create(ctx, d, metav1.CreateOptions{})
+	})
+}
+
+// ApplyJobs creates the Jobs of a multi-document YAML file in the test's namespace,
+// each string of replace replaced first.
+func (c *Cluster) ApplyJobs(t *testing.T, path string, replace ...string) []batchv1.Job {
+	t.Helper()
+	return create(t, c.Namespace, path, replace, func(ctx context.Context, j *batchv1.Job) (*batchv1.Job, error) {
+		return c.API.BatchV1().Jobs(c.Namespace).Create(ctx, j, metav1.CreateOptions{})
+	})
+}
+
+// object is what create needs of a Deployment or a Job.
+type object interface {
+	GetName() string
+}
+
+// create decodes every document of path (after replace) as a T and creates it.
+func create[T any, P interface {
+	*T
+	object
+}](t *testing.T, ns, path string, replace []string, post func(context.Context, P) (P, error)) []T {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b = []byte(strings.NewReplacer(replace...).Replace(string(b)))
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var out []appsv1.Deployment
+	var out []T
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		var d appsv1.Deployment
-		if err := dec.Decode(&d); err != nil {
+		var v T
+		if err := dec.Decode(&v); err != nil {
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			t.Fatalf("%s: %v", path, err)
 		}
-		if d.Name == "" {
+		if P(&v).GetName() == "" {
 			continue
 		}
-		made, err := c.API.AppsV1().Deployments(c.Namespace).Create(ctx, &d, metav1.CreateOptions{})
+		made, err := post(ctx, &v)
 		if err != nil {
-			t.Fatalf("create deployment %s/%s from %s: %v", c.Namespace, d.Name, path, err)
+			t.Fatalf("create %s/%s from %s: %v", ns, P(&v).GetName(), path, err)
 		}
 		out = append(out, *made)
 	}

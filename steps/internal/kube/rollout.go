@@ -169,7 +169,20 @@ func (c *Cluster) WaitRollout(ctx context.Context, name string) ([]Pod, error) {
 		if err != nil {
 			return nil, err
 		}
-		if e := Stuck(fmt.Sprintf("%s/%s", c.Namespace, name), pods); e != nil {
+		// Only pods of the latest template speak for this rollout: a pod of a replaced
+		// ReplicaSet that could not start (an image that was never there) is on its
+		// way out and says nothing about the spec being rolled out.
+		current, err := c.currentTemplate(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		var latest []Pod
+		for _, p := range pods {
+			if current != "" && p.Template == current {
+				latest = append(latest, p)
+			}
+		}
+		if e := Stuck(fmt.Sprintf("%s/%s", c.Namespace, name), latest); e != nil {
 			return pods, e
 		}
 		want := int32(1)
@@ -179,7 +192,8 @@ func (c *Cluster) WaitRollout(ctx context.Context, name string) ([]Pod, error) {
 		s := d.Status
 		id := IdentityOf(d, pods)
 		done := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want &&
-			s.ReadyReplicas == want && s.AvailableReplicas == want && len(pods) == int(want) && id.Status == "running" && id.Health == "healthy"
+			s.ReadyReplicas == want && s.AvailableReplicas == want && len(pods) == int(want) && len(latest) == int(want) &&
+			id.Status == "running" && id.Health == "healthy"
 		if want == 0 {
 			done = s.ObservedGeneration >= d.Generation && len(pods) == 0
 		}
@@ -194,4 +208,30 @@ func (c *Cluster) WaitRollout(ctx context.Context, name string) ([]Pod, error) {
 		case <-time.After(pollEvery):
 		}
 	}
+}
+
+// revisionKey is the annotation through which the Deployment controller tells which
+// ReplicaSet holds a Deployment's latest template.
+const revisionKey = "deployment.kubernetes.io/revision"
+
+// currentTemplate is the pod-template-hash of the ReplicaSet that holds d's latest
+// template, or "" while the controller has not caught up with d's spec.
+func (c *Cluster) currentTemplate(ctx context.Context, d *appsv1.Deployment) (string, error) {
+	if d.Status.ObservedGeneration < d.Generation || d.Annotations[revisionKey] == "" {
+		return "", nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return "", fmt.Errorf("deployment %s/%s: selector: %w", c.Namespace, d.Name, err)
+	}
+	list, err := c.api.AppsV1().ReplicaSets(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return "", fmt.Errorf("list replicasets of deployment %s/%s on %s: %w", c.Namespace, d.Name, c.Server, err)
+	}
+	for _, rs := range list.Items {
+		if metav1.IsControlledBy(&rs, d) && rs.Annotations[revisionKey] == d.Annotations[revisionKey] {
+			return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], nil
+		}
+	}
+	return "", nil
 }
