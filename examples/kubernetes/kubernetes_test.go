@@ -27,7 +27,9 @@ import (
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/examples/kubernetes/kubetest"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 const (
@@ -103,15 +105,16 @@ type run struct {
 }
 
 // newRun starts a test on the cluster: images loaded, the two Deployments of
-// deployments.yaml and the agents' Indexed Job of agents.yaml applied in the test's
-// namespace on free ports, simulator time scaled by timeScale.
-func newRun(t *testing.T, timeScale string, deployments bool) *run {
+// manifest (deployments.yaml or a variant; none when "") and the agents' Indexed Job
+// of agents.yaml applied in the test's namespace on free ports, simulator time
+// scaled by timeScale.
+func newRun(t *testing.T, timeScale, manifest string) *run {
 	t.Helper()
 	kc := kubetest.Require(t)
 	images(t)
 	r := &run{t: t, kc: kc, state: filepath.Join(t.TempDir(), "state"), port: freePort(t)}
-	if deployments {
-		kc.ApplyDeployments(t, "deployments.yaml", "19210", strconv.Itoa(r.port), `"0.02"`, strconv.Quote(timeScale))
+	if manifest != "" {
+		kc.ApplyDeployments(t, manifest, "19210", strconv.Itoa(r.port), `"0.02"`, strconv.Quote(timeScale))
 	}
 	base := freePorts(t, agentCount)
 	kc.ApplyJobs(t, "agents.yaml", "19220", strconv.Itoa(base))
@@ -121,6 +124,9 @@ func newRun(t *testing.T, timeScale string, deployments bool) *run {
 	waitListening(t, r.agents)
 	return r
 }
+
+// exitHeld is plan apply's exit code for a held campaign (README: exit codes).
+const exitHeld = 3
 
 func (r *run) apply(ctx context.Context, campaign string, vars ...string) (int, string) {
 	r.t.Helper()
@@ -252,7 +258,7 @@ func readJSON(t *testing.T, path string, v any) {
 // TestCampaignEndToEnd applies the example as it is: identity, the candidate's
 // deploy, the ABBA matrix and the exact restore, all on the cluster.
 func TestCampaignEndToEnd(t *testing.T) {
-	r := newRun(t, "0.02", true)
+	r := newRun(t, "0.02", "deployments.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	code, out := r.apply(ctx, "campaign.hcl")
@@ -370,6 +376,23 @@ func TestCampaignEndToEnd(t *testing.T) {
 	if err != nil || c.Spec.Replicas == nil || *c.Spec.Replicas != 0 {
 		t.Errorf("candidate after the campaign: %v, replicas %v; want 0", err, c.Spec.Replicas)
 	}
+	// The evidence verifies and reports as any campaign's.
+	if out, err := exec.CommandContext(ctx, rigorBinary(t), "verify", "--state", r.state).CombinedOutput(); err != nil || !strings.Contains(string(out), "verified: "+r.state) {
+		t.Errorf("rigor verify: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "report")
+	if out, err := exec.CommandContext(ctx, rigorBinary(t), "report", "--state", r.state, "--out", dir).CombinedOutput(); err != nil {
+		t.Fatalf("rigor report: %v\n%s", err, out)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"incumbent_before", "candidate", "incumbent_after", "3 agents"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md does not mention %q", want)
+		}
+	}
 }
 
 // checkAgents holds a block to the agents' Indexed Job: pod k (at the k-th address)
@@ -413,7 +436,7 @@ func checkAgents(t *testing.T, r *run, dir string) {
 // ReplicaSet replaces it, so the block ends with a new incarnation (restart), names
 // the Deployment, stops the candidate's arm, and the incumbent is restored.
 func TestPodKilledDuringBlock(t *testing.T) {
-	r := newRun(t, "0.3", true)
+	r := newRun(t, "0.3", "deployments.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	killed := make(chan error, 1)
@@ -470,11 +493,157 @@ func TestPodKilledDuringBlock(t *testing.T) {
 	}
 }
 
+// TestOOMDuringBlock: the candidate's container passes its memory limit during its
+// block; the kubelet kills it (OOMKilled), the block fails with the stop-class oom
+// naming the Deployment, its arm stops, and the incumbent is restored.
+func TestOOMDuringBlock(t *testing.T) {
+	r := newRun(t, "0.5", "testdata/oom.yaml")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	code, out := r.apply(ctx, "campaign.hcl", "requests=96")
+	if code != 0 || !strings.Contains(out, "arm primary/candidate stopped") {
+		t.Fatalf("apply exited %d; want 0 with the candidate's arm stopped:\n%s", code, out)
+	}
+	recs := journal(t, r.state)
+	if d := end(t, recs, "deploy.candidate"); d.Status != engine.StatusSucceeded {
+		t.Fatalf("deploy.candidate: %s (%s) %s; the OOM must come during the block", d.Status, d.Class, d.Message)
+	}
+	blk := end(t, recs, `block.primary["candidate/c3/r1"]`)
+	if blk.Status != engine.StatusFailed || blk.Class != engine.ClassOOM || !strings.Contains(blk.Message, "sim-candidate") {
+		t.Fatalf("candidate block: %s (%s) %s; want failed with class oom naming sim-candidate", blk.Status, blk.Class, blk.Message)
+	}
+	b, err := os.ReadFile(filepath.Join(r.state, blk.Dir, "requests.jsonl"))
+	if err != nil || strings.Count(string(b), "\n") != 96 {
+		t.Errorf("the OOM-killed block keeps one record per request: %v, %d records", err, strings.Count(string(b), "\n"))
+	}
+	if rst := end(t, recs, "restore.incumbent"); rst.Status != engine.StatusSucceeded || seq(recs, engine.KindOutageEnd, "restore.incumbent") < 0 {
+		t.Fatalf("restore after the OOM: %s (%s) %s", rst.Status, rst.Class, rst.Message)
+	}
+}
+
+// TestEndpointTakenOver: while the candidate's open-loop block sends, its Deployment
+// is scaled to 0 behind rigor's back and a bare pod of the incumbent's image, serving
+// the same model, binds the endpoint and answers the rest of the block. Every
+// response names the incarnation that answered, so the block fails with class
+// identity ("another stack answered"), every record kept; once the block has ended
+// the usurper leaves, and the incumbent is restored.
+func TestEndpointTakenOver(t *testing.T) {
+	r := newRun(t, "0.3", "deployments.yaml")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	took := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if sending(r.state, "block.taken") {
+				took <- r.takeOver(ctx)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		took <- ctx.Err()
+	}()
+	left := make(chan error, 1)
+	usurperSeen := make(chan string, 1)
+	go func() {
+		// The usurper holds the endpoint's port: it leaves when the block has ended,
+		// as a squatter someone evicts, so that the restore can roll out.
+		for ctx.Err() == nil {
+			if recs, _, err := engine.ReadJournal(filepath.Join(r.state, engine.JournalFile)); err == nil && seq(recs, engine.KindStepEnd, "block.taken") >= 0 {
+				p, err := r.kc.API.CoreV1().Pods(r.kc.Namespace).Get(ctx, "usurper", metav1.GetOptions{})
+				usurperSeen <- fmt.Sprintf("%v %+v", err, p.Status.ContainerStatuses)
+				zero := int64(0)
+				left <- r.kc.API.CoreV1().Pods(r.kc.Namespace).Delete(ctx, "usurper", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		left <- ctx.Err()
+	}()
+	code, out := r.apply(ctx, "testdata/takeover.hcl")
+	if err := <-took; err != nil {
+		t.Fatalf("take the endpoint over: %v\n%s", err, out)
+	}
+	if err := <-left; err != nil {
+		t.Fatalf("remove the usurper: %v\n%s", err, out)
+	}
+	usurper := <-usurperSeen
+	if code != exitHeld {
+		t.Fatalf("apply exited %d; want %d (held by the block's identity failure):\n%s", code, exitHeld, out)
+	}
+	recs := journal(t, r.state)
+	blk := end(t, recs, "block.taken")
+	if blk.Status != engine.StatusFailed || blk.Class != engine.ClassIdentity ||
+		!strings.Contains(blk.Message, "container sim-candidate stopped during the block") || !strings.Contains(blk.Message, "another stack answered the block") {
+		t.Fatalf("block.taken: %s (%s) %s; want failed (identity): stopped, another stack answered", blk.Status, blk.Class, blk.Message)
+	}
+	var served = map[string]int{}
+	b, err := os.ReadFile(filepath.Join(r.state, blk.Dir, "requests.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, l := range lines {
+		var rec struct {
+			ServedBy string `json:"served_by"`
+		}
+		_ = json.Unmarshal([]byte(l), &rec)
+		served[rec.ServedBy]++
+	}
+	if len(lines) != 120 || len(served) < 3 {
+		t.Errorf("%d records of 120; served by %v: want the candidate, the usurper and failures in between (the usurper at the block's end: %s)", len(lines), served, usurper)
+	}
+	if rst := end(t, recs, "restore.incumbent"); rst.Status != engine.StatusSucceeded || seq(recs, engine.KindOutageEnd, "restore.incumbent") < 0 {
+		t.Fatalf("restore after the takeover: %s (%s) %s", rst.Status, rst.Class, rst.Message)
+	}
+}
+
+// takeOver scales the candidate to 0 without rigor and starts a bare pod of the
+// incumbent's image on the candidate's endpoint once its pods are gone (a pod that
+// cannot bind the port exits: it does not restart).
+func (r *run) takeOver(ctx context.Context) error {
+	api := r.kc.API
+	if _, err := api.AppsV1().Deployments(r.kc.Namespace).Patch(ctx, "sim-candidate", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	zero := int64(0)
+	if err := api.CoreV1().Pods(r.kc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: "app=sim-candidate"}); err != nil {
+		return err
+	}
+	// The port is free once the kubelet has killed the candidate's container and the
+	// pod object is gone.
+	for {
+		l, err := api.CoreV1().Pods(r.kc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=sim-candidate"})
+		if err != nil {
+			return err
+		}
+		if len(l.Items) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d, err := api.AppsV1().Deployments(r.kc.Namespace).Get(ctx, "sim-incumbent", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	spec := *d.Spec.Template.Spec.DeepCopy()
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	for i := range spec.Containers {
+		spec.Containers[i].ReadinessProbe = nil
+	}
+	_, err = api.CoreV1().Pods(r.kc.Namespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "usurper", Labels: map[string]string{"app": "usurper"}}, Spec: spec}, metav1.CreateOptions{})
+	return err
+}
+
 // candidateSending reports whether the candidate's block has started sending.
-func candidateSending(state string) bool {
+func candidateSending(state string) bool { return sending(state, "candidate") }
+
+// sending reports whether a block whose attempt directory contains name has written
+// a request record.
+func sending(state, name string) bool {
 	found := false
 	_ = filepath.WalkDir(filepath.Join(state, "attempts"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == "requests.jsonl" && strings.Contains(p, "candidate") {
+		if err == nil && !d.IsDir() && d.Name() == "requests.jsonl" && strings.Contains(p, name) {
 			if fi, err := d.Info(); err == nil && fi.Size() > 0 {
 				found = true
 			}
@@ -488,7 +657,7 @@ func candidateSending(state string) bool {
 // fails with a configuration error naming the Deployment, its namespace and the
 // server, and restore says no deploy saved it.
 func TestBadInputNamesTheObject(t *testing.T) {
-	r := newRun(t, "0.02", false)
+	r := newRun(t, "0.02", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	code, out := r.apply(ctx, "campaign.hcl")

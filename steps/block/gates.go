@@ -258,6 +258,9 @@ func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.
 		r = engine.Failed(engine.ClassIdentity, "container %s cannot be inspected after the block: %v", t.Container, err)
 	case id.OOMKilled:
 		r = engine.Failed(engine.ClassOOM, "container %s was OOM-killed during the block (exit code %d)", t.Container, id.ExitCode)
+	case id.Incarnation == "" && !id.Running():
+		// kubernetes: no live pod is left, so nothing restarted; the Deployment stopped.
+		r = engine.Failed(engine.ClassIdentity, "container %s stopped during the block: %s (incarnation %s ended)", t.Container, id.Status, before.incarnation)
 	case id.Incarnation != before.incarnation:
 		r = engine.Failed(engine.ClassRestart, "container %s restarted during the block (incarnation %s, was %s)", t.Container, id.Incarnation, before.incarnation)
 	case id.RestartCount != before.restartCount:

@@ -56,11 +56,18 @@ var readValues = map[string]map[string]cty.Value{
 		"request_success_metric":      cty.StringVal("x_ok"),
 		"finished_reason_label":       cty.StringVal("why"),
 		"requests_aborted_metric":     cty.StringVal("x_ab"),
+		"deployment":                  cty.StringVal("d1"),
+		"kube_container":              cty.StringVal("server"),
+		"replicas":                    cty.NumberIntVal(2),
 	},
 	"host": {
 		"docker":  cty.StringVal("tcp://127.0.0.1:2375"),
 		"runtime": cty.StringVal("docker"),
 		"sim_dir": cty.StringVal("/var/lib/rigor-sim"),
+		// read where the host's runtime is kubernetes: the reader's target inherits it
+		"kubeconfig": cty.StringVal("/etc/rigor/kubeconfig"),
+		"context":    cty.StringVal("prod"),
+		"namespace":  cty.StringVal("serving"),
 	},
 	"workload": {
 		"corpus":                   cty.StringVal("synthetic-repeated-code"),

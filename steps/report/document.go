@@ -39,6 +39,7 @@ func (r *Report) document(charts []chart) *document {
 	r.decisionSection(d)
 	r.noiseSection(d, charts)
 	r.validitySection(d)
+	r.agentsSection(d)
 	r.energySection(d)
 	r.distributionSection(d)
 	r.tailsSection(d)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rigor-bench/rigor/steps/internal/agent"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -148,6 +149,9 @@ type attemptRef struct {
 	// engine and model are what the block step recorded beside the loadgen figures
 	// ("" in evidence from before it recorded them).
 	engine, model string
+	// agents is what result.json says of the rigor agents that sent the block (nil
+	// when the block step sent it itself).
+	agents *agent.Report
 	// Declared is the request count the block declared (plan, result.json or another
 	// attempt); Missing of them left no record and count as cancelled failures.
 	Declared int

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/rigor-bench/rigor/steps/internal/agent"
 	"hash"
 	"io"
 	"math"
@@ -355,11 +356,12 @@ func (ev *evidence) readResult(a *attemptRef) {
 	// A block step's result.json adds the engine and model its requests used.
 	var r struct {
 		loadgen.Result
-		Engine string `json:"engine"`
-		Model  string `json:"model"`
+		Engine string        `json:"engine"`
+		Model  string        `json:"model"`
+		Agents *agent.Report `json:"agents"`
 	}
 	if ev.readJSON(rel, &r) == nil {
-		a.result, a.engine, a.model = &r.Result, r.Engine, r.Model
+		a.result, a.engine, a.model, a.agents = &r.Result, r.Engine, r.Model, r.Agents
 	}
 }
 

@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"github.com/rigor-bench/rigor/steps/internal/agent"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/rigor-bench/rigor/plans"
@@ -335,6 +337,49 @@ func (r *Report) firstDetails() string {
 		return m.b.Addr + ": " + strings.Join(parts, "; ") + "."
 	}
 	return ""
+}
+
+// agentsSection states, for every block attempt that rigor agents sent, how many
+// agents sent it and how well each was held to the block clock: the figures the
+// fleet's limits judged, so a reader can see that merged records are one client's.
+// Blocks the block step sent itself are not listed; without any agent the section
+// is left out.
+func (r *Report) agentsSection(d *document) {
+	t := &table{head: []string{"Block", "Attempt", "Agents", "Records per agent", "Max clock bound ms", "Max schedule lag p99 ms", "Max CPU share", "Failure"}}
+	var limits *agent.Limits
+	for _, b := range r.ev.blocks {
+		for _, a := range b.attempts {
+			rep := a.agents
+			if rep == nil || len(rep.Agents) == 0 {
+				continue
+			}
+			if limits == nil {
+				limits = &rep.Limits
+			}
+			var records []string
+			bound, lag, cpu := 0.0, 0.0, 0.0
+			failure := "none"
+			for _, ag := range rep.Agents {
+				records = append(records, fmt.Sprint(ag.Records))
+				bound, cpu = max(bound, ag.ClockBoundMS), max(cpu, ag.CPUShare)
+				if ag.ScheduleLagMS.P99 != nil {
+					lag = max(lag, *ag.ScheduleLagMS.P99)
+				}
+				if ag.Failure != "" {
+					failure = ag.Agent + ": " + ag.Failure
+				}
+			}
+			t.rows = append(t.rows, []string{b.Addr, fmt.Sprint(a.N), fmt.Sprintf("%d agents", len(rep.Agents)), strings.Join(records, " / "),
+				fmtF(bound, 3), fmtF(lag, 3), fmtF(cpu, 3), failure})
+		}
+	}
+	if len(t.rows) == 0 {
+		return
+	}
+	s := d.add("agents", "Load agents")
+	s.p("These blocks were sent by `rigor agent` processes: the block step handed agent k slice k of the requests and one start time, and merged every record they sent back into one requests.jsonl, so every figure above is over the same records one client would write. The limits each block held its agents to are in its result.json (the first: clock bound at most %s ms, schedule lag p99 at most %s ms, CPU share at most %s); an agent past one, or one that disappeared, fails its block with class agent.",
+		strconv.FormatFloat(limits.MaxClockBoundMS, 'f', -1, 64), strconv.FormatFloat(limits.MaxScheduleLagMS, 'f', -1, 64), strconv.FormatFloat(limits.MaxCPUShare, 'f', -1, 64))
+	s.tab(t)
 }
 
 // energySection lists the energy of every measured block attempt.
