@@ -597,6 +597,67 @@ func TestEndpointTakenOver(t *testing.T) {
 	}
 }
 
+// TestAgentPodKilled deletes the pod of completion index 2 of the agents' Indexed Job
+// while the first block sends: the block fails with the stop-class agent naming that
+// agent's address, every record received is kept (the lost agent's unsent requests
+// as cancelled records), the campaign is held, and the incumbent is restored.
+func TestAgentPodKilled(t *testing.T) {
+	r := newRun(t, "0.3", "deployments.yaml")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	killed := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if sending(r.state, "incumbent_before") {
+				time.Sleep(500 * time.Millisecond)
+				zero := int64(0)
+				killed <- r.kc.API.CoreV1().Pods(r.kc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+					metav1.ListOptions{LabelSelector: "app=rigor-agents,batch.kubernetes.io/job-completion-index=2"})
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		killed <- ctx.Err()
+	}()
+	code, out := r.apply(ctx, "campaign.hcl", "requests=96")
+	if err := <-killed; err != nil {
+		t.Fatalf("delete the agent pod: %v\n%s", err, out)
+	}
+	if code != exitHeld {
+		t.Fatalf("apply exited %d; want %d (held by the agent failure):\n%s", code, exitHeld, out)
+	}
+	recs := journal(t, r.state)
+	blk := end(t, recs, `block.primary["incumbent_before/c3/r1"]`)
+	lost := r.agents[2]
+	// The kubelet stops the pod's process with SIGTERM: the agent streams what it
+	// has, then says so; a SIGKILL would read "disappeared mid-block" instead.
+	want := "agent " + lost + " failed mid-block: stopped: the agent process is shutting down"
+	if blk.Status != engine.StatusFailed || blk.Class != engine.ClassAgent || !strings.Contains(blk.Message, want) {
+		t.Fatalf("first block: %s (%s) %s; want failed (agent): %s", blk.Status, blk.Class, blk.Message, want)
+	}
+	b, err := os.ReadFile(filepath.Join(r.state, blk.Dir, "requests.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	cancelled := 0
+	for _, l := range lines {
+		var rec struct {
+			Index   int    `json:"index"`
+			Outcome string `json:"outcome"`
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Index%agentCount == 2 && rec.Outcome == "cancelled" {
+			cancelled++
+		}
+	}
+	if len(lines) != 96 || cancelled == 0 {
+		t.Errorf("requests.jsonl: %d records of 96, %d cancelled of the lost agent's slice; want all kept and its unsent ones cancelled", len(lines), cancelled)
+	}
+	if rst := end(t, recs, "restore.incumbent"); rst.Status != engine.StatusSucceeded {
+		t.Fatalf("restore after the lost agent: %s (%s) %s", rst.Status, rst.Class, rst.Message)
+	}
+}
+
 // takeOver scales the candidate to 0 without rigor and starts a bare pod of the
 // incumbent's image on the candidate's endpoint once its pods are gone (a pod that
 // cannot bind the port exits: it does not restart).

@@ -26,7 +26,8 @@
 //
 // Failures (Failure, wrapping ErrAgent): an agent that cannot be reached, whose
 // clock bound exceeds Limits.MaxClockBound, that falls silent for Limits.Silence or
-// drops its connection mid-block (the others are cancelled), that used more than
+// drops its connection mid-block or stops its slice because it is shutting down
+// (SIGTERM; the others are cancelled), that used more than
 // Limits.MaxCPUShare of its CPUs over the block clock (saturated), or whose p99
 // schedule lag exceeds Limits.MaxScheduleLag. Every record received is kept; the
 // requests of a lost agent that sent no record get a cancelled record naming the

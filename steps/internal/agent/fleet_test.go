@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -250,6 +251,39 @@ func TestFleetAgentKilledMidBlock(t *testing.T) {
 	}
 	if !res.Incomplete {
 		t.Fatal("the other agents were not cancelled")
+	}
+}
+
+// An agent told to stop mid-block (SIGTERM: its pod deleted) streams what it has,
+// then says it stopped: the block fails with class agent naming it, never as a
+// block its own bound cut.
+func TestFleetAgentStoppedMidBlock(t *testing.T) {
+	endpoint := startSim(t, 20*time.Millisecond)
+	ctx, stopAgent := context.WithCancel(context.Background())
+	t.Cleanup(stopAgent)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go (&Server{}).Serve(ctx, ln)
+	stopping := "tcp://" + ln.Addr().String()
+	agents := append(startAgents(t, 2), stopping) // the stopping agent runs slice 2
+	cfg := block(endpoint, 6, 60, 10)
+	var once sync.Once
+	cfg.OnRecord = func(r loadgen.Record) {
+		if r.Index%3 == 2 && r.Outcome == loadgen.OK {
+			once.Do(stopAgent)
+		}
+	}
+	var out bytes.Buffer
+	res, rep, err := (&Fleet{Agents: agents, Limits: inProcess}).Run(context.Background(), cfg, &out)
+	var fl *Failure
+	if !errors.As(err, &fl) || fl.Agent != stopping || !strings.Contains(err.Error(), "stopped: the agent process is shutting down") || errors.Is(err, loadgen.ErrBlockBound) {
+		t.Fatalf("err %v: want the stopping agent %s named, and no hard bound", err, stopping)
+	}
+	recs, _ := loadgen.ReadRecords(&out)
+	if res == nil || len(recs) != 60 || !strings.Contains(rep.Agents[2].Failure, "shutting down") {
+		t.Fatalf("%d records kept of 60, report %+v", len(recs), rep.Agents[2])
 	}
 }
 

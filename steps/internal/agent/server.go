@@ -55,6 +55,7 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 		tc.SetNoDelay(true)
 	}
 	c := newConn(nc)
+	shutdown := ctx // the agent's own: it ends when the agent is told to stop
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	peer := nc.RemoteAddr().String()
@@ -81,7 +82,7 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 				_ = c.send(message{T: kindError, Error: "one job per connection"})
 				continue
 			}
-			running.Go(func() { s.run(ctx, c, *m.Job, start, peer) })
+			running.Go(func() { s.run(ctx, shutdown, c, *m.Job, start, peer) })
 		case kindStart:
 			select {
 			case start <- m.AtNS:
@@ -93,8 +94,11 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 	}
 }
 
-// run runs one slice with loadgen.Run and streams its records back.
-func (s *Server) run(ctx context.Context, c *conn, j job, start <-chan int64, peer string) {
+// run runs one slice with loadgen.Run and streams its records back. A slice cut
+// short because the agent itself is stopping (SIGTERM: a pod deleted, a container
+// stopped) ends with an error after its records, never with a plain done: the
+// authority must not read a slice the agent gave up on as one the block's bound cut.
+func (s *Server) run(ctx, shutdown context.Context, c *conn, j job, start <-chan int64, peer string) {
 	cfg := j.Config
 	cfg.APIKey = loadgen.Secret(j.APIKey)
 	if cfg.Slice == nil {
@@ -139,6 +143,11 @@ func (s *Server) run(ctx context.Context, c *conn, j job, start <-chan int64, pe
 		}
 		_ = c.send(message{T: kindError, Error: msg, Warmup: errors.Is(err, loadgen.ErrWarmup)})
 		s.logf("slice %s of %s could not start: %s", slice, cfg.IDPrefix, msg)
+		return
+	}
+	if shutdown.Err() != nil && res.Incomplete {
+		_ = c.send(message{T: kindError, Error: fmt.Sprintf("stopped: the agent process is shutting down, after %d of its records", res.Requests-res.Outcomes[loadgen.Cancelled])})
+		s.logf("slice %s of %s stopped: the agent is shutting down", slice, cfg.IDPrefix)
 		return
 	}
 	done := message{T: kindDone, Result: res}
