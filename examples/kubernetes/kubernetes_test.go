@@ -670,17 +670,18 @@ func (r *run) takeOver(ctx context.Context) error {
 	if err := api.CoreV1().Pods(r.kc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: "app=sim-candidate"}); err != nil {
 		return err
 	}
-	// The port is free once the kubelet has killed the candidate's container and the
-	// pod object is gone.
+	// The port is free once nothing accepts on it: a force-deleted pod's object goes
+	// at once, its process only when the kubelet gets to it.
 	for {
-		l, err := api.CoreV1().Pods(r.kc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=sim-candidate"})
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), time.Second)
 		if err != nil {
-			return err
-		}
-		if len(l.Items) == 0 {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		c.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	d, err := api.AppsV1().Deployments(r.kc.Namespace).Get(ctx, "sim-incumbent", metav1.GetOptions{})
 	if err != nil {
