@@ -439,20 +439,10 @@ func TestPodKilledDuringBlock(t *testing.T) {
 	r := newRun(t, "0.3", "deployments.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	killed := make(chan error, 1)
-	go func() {
-		for ctx.Err() == nil {
-			if candidateSending(r.state) {
-				time.Sleep(500 * time.Millisecond)
-				zero := int64(0)
-				killed <- r.kc.API.CoreV1().Pods(r.kc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
-					metav1.ListOptions{LabelSelector: "app=sim-candidate"})
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		killed <- ctx.Err()
-	}()
+	killed := when(ctx, func() bool { return sending(r.state, "candidate") }, func() error {
+		time.Sleep(500 * time.Millisecond)
+		return r.deletePods(ctx, "app=sim-candidate")
+	})
 	code, out := r.apply(ctx, "campaign.hcl", "requests=16")
 	if err := <-killed; err != nil {
 		t.Fatalf("delete the candidate's pod: %v\n%s", err, out)
@@ -531,34 +521,18 @@ func TestEndpointTakenOver(t *testing.T) {
 	r := newRun(t, "0.3", "deployments.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	took := make(chan error, 1)
-	go func() {
-		for ctx.Err() == nil {
-			if sending(r.state, "block.taken") {
-				took <- r.takeOver(ctx)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		took <- ctx.Err()
-	}()
-	left := make(chan error, 1)
+	took := when(ctx, func() bool { return sending(r.state, "block.taken") }, func() error { return r.takeOver(ctx) })
+	// The usurper holds the endpoint's port: it leaves when the block has ended, as a
+	// squatter someone evicts, so that the restore can roll out.
 	usurperSeen := make(chan string, 1)
-	go func() {
-		// The usurper holds the endpoint's port: it leaves when the block has ended,
-		// as a squatter someone evicts, so that the restore can roll out.
-		for ctx.Err() == nil {
-			if recs, _, err := engine.ReadJournal(filepath.Join(r.state, engine.JournalFile)); err == nil && seq(recs, engine.KindStepEnd, "block.taken") >= 0 {
-				p, err := r.kc.API.CoreV1().Pods(r.kc.Namespace).Get(ctx, "usurper", metav1.GetOptions{})
-				usurperSeen <- fmt.Sprintf("%v %+v", err, p.Status.ContainerStatuses)
-				zero := int64(0)
-				left <- r.kc.API.CoreV1().Pods(r.kc.Namespace).Delete(ctx, "usurper", metav1.DeleteOptions{GracePeriodSeconds: &zero})
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		left <- ctx.Err()
-	}()
+	left := when(ctx, func() bool {
+		recs, _, err := engine.ReadJournal(filepath.Join(r.state, engine.JournalFile))
+		return err == nil && seq(recs, engine.KindStepEnd, "block.taken") >= 0
+	}, func() error {
+		p, err := r.kc.API.CoreV1().Pods(r.kc.Namespace).Get(ctx, "usurper", metav1.GetOptions{})
+		usurperSeen <- fmt.Sprintf("%v %+v", err, p.Status.ContainerStatuses)
+		return r.deletePods(ctx, "app=usurper")
+	})
 	code, out := r.apply(ctx, "testdata/takeover.hcl")
 	if err := <-took; err != nil {
 		t.Fatalf("take the endpoint over: %v\n%s", err, out)
@@ -605,20 +579,10 @@ func TestAgentPodKilled(t *testing.T) {
 	r := newRun(t, "0.3", "deployments.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	killed := make(chan error, 1)
-	go func() {
-		for ctx.Err() == nil {
-			if sending(r.state, "incumbent_before") {
-				time.Sleep(500 * time.Millisecond)
-				zero := int64(0)
-				killed <- r.kc.API.CoreV1().Pods(r.kc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
-					metav1.ListOptions{LabelSelector: "app=rigor-agents,batch.kubernetes.io/job-completion-index=2"})
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		killed <- ctx.Err()
-	}()
+	killed := when(ctx, func() bool { return sending(r.state, "incumbent_before") }, func() error {
+		time.Sleep(500 * time.Millisecond)
+		return r.deletePods(ctx, "app=rigor-agents,batch.kubernetes.io/job-completion-index=2")
+	})
 	code, out := r.apply(ctx, "campaign.hcl", "requests=96")
 	if err := <-killed; err != nil {
 		t.Fatalf("delete the agent pod: %v\n%s", err, out)
@@ -666,8 +630,7 @@ func (r *run) takeOver(ctx context.Context) error {
 	if _, err := api.AppsV1().Deployments(r.kc.Namespace).Patch(ctx, "sim-candidate", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 		return err
 	}
-	zero := int64(0)
-	if err := api.CoreV1().Pods(r.kc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: "app=sim-candidate"}); err != nil {
+	if err := r.deletePods(ctx, "app=sim-candidate"); err != nil {
 		return err
 	}
 	// The port is free once nothing accepts on it: a force-deleted pod's object goes
@@ -697,8 +660,28 @@ func (r *run) takeOver(ctx context.Context) error {
 	return err
 }
 
-// candidateSending reports whether the candidate's block has started sending.
-func candidateSending(state string) bool { return sending(state, "candidate") }
+// when runs act once cond holds (polled every 50 ms) and delivers its error, or
+// ctx's when ctx ends first.
+func when(ctx context.Context, cond func() bool, act func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if cond() {
+				done <- act()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		done <- ctx.Err()
+	}()
+	return done
+}
+
+// deletePods deletes the test namespace's pods that match selector at once.
+func (r *run) deletePods(ctx context.Context, selector string) error {
+	zero := int64(0)
+	return r.kc.API.CoreV1().Pods(r.kc.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: selector})
+}
 
 // sending reports whether a block whose attempt directory contains name has written
 // a request record.
