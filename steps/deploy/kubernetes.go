@@ -55,7 +55,13 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target) engin
 		if err != nil {
 			return engine.Failed(engine.ClassInternal, "%v", err)
 		}
-		if err := WriteJSON(sc.Path(docker.ManifestFile), saved); err != nil {
+		// One file per occupant: a second Deployment on the port must not overwrite
+		// the first's manifest (restore finds each by its name inside).
+		file := docker.ManifestFile
+		if len(occupants) > 1 {
+			file = kube.ManifestFileOf(occ.Name)
+		}
+		if err := WriteJSON(sc.Path(file), saved); err != nil {
 			return engine.Failed(engine.ClassInternal, "write restore manifest: %v", err)
 		}
 		sc.Log.Info().Str("deployment", occ.Name).Str("image_id", saved.Identity.ImageID).Msg("taking the current occupant out of service")

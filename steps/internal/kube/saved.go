@@ -60,6 +60,19 @@ func (c *Cluster) Save(d *appsv1.Deployment, pods []Pod, secrets ...string) (*Sa
 		Identity: IdentityOf(d, pods), Pods: pods, RedactedEnv: redacted, Object: b}, nil
 }
 
+// ManifestFileOf is the restore manifest's file name for one of several
+// Deployments a deploy took out of service: restore-manifest.<name>.json.
+func ManifestFileOf(name string) string {
+	return strings.TrimSuffix(docker.ManifestFile, ".json") + "." + name + ".json"
+}
+
+// isManifestFile reports whether a file name is a restore manifest's: the one
+// occupant's restore-manifest.json or one of several's ManifestFileOf.
+func isManifestFile(name string) bool {
+	stem := strings.TrimSuffix(docker.ManifestFile, ".json")
+	return name == docker.ManifestFile || (strings.HasPrefix(name, stem+".") && strings.HasSuffix(name, ".json"))
+}
+
 // FindSaved returns the newest kubernetes restore manifest under <stateDir>/attempts
 // for the named Deployment in the cluster's namespace, or nil: deploy attempts keep
 // theirs even when they fail, so restore needs neither the journal nor a deploy's
@@ -75,7 +88,7 @@ func (c *Cluster) FindSaved(stateDir, name string) (*Saved, string, error) {
 			}
 			return err
 		}
-		if d.IsDir() || d.Name() != docker.ManifestFile {
+		if d.IsDir() || !isManifestFile(d.Name()) {
 			return nil
 		}
 		b, err := os.ReadFile(p)

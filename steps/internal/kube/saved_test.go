@@ -2,6 +2,9 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,6 +59,41 @@ func TestPinnedKeepsAnImportedImagesReference(t *testing.T) {
 	}
 	if img := pinned.Spec.Template.Spec.Containers[0].Image; img != "sim:incumbent" || want["sim"] != digest {
 		t.Errorf("image %s, want sim:incumbent; digest to verify %v", img, want)
+	}
+}
+
+// Two Deployments on one port each keep a manifest of their own in the deploy's
+// attempt (restore-manifest.<name>.json), and restore finds each by name.
+func TestFindSavedOfSeveralOccupants(t *testing.T) {
+	api := fake.NewSimpleClientset(served("a", "sim:a", 19210, 1), served("b", "sim:b", 19210, 1),
+		runningPod("a-1", "a", "sha256:aa"), runningPod("b-1", "b", "sha256:bb"))
+	c := &Cluster{api: api, Server: "https://k:6443", Namespace: "ns"}
+	ctx := context.Background()
+	occ, err := c.Occupants(ctx, 19210, "cand")
+	if err != nil || len(occ) != 2 {
+		t.Fatalf("occupants %v %v", occ, err)
+	}
+	state := t.TempDir()
+	dir := filepath.Join(state, "attempts", "deploy.cand", "1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range occ {
+		pods, _ := c.Pods(ctx, &occ[i])
+		saved, err := c.Save(&occ[i], pods)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(saved)
+		if err := os.WriteFile(filepath.Join(dir, ManifestFileOf(occ[i].Name)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, digest := range map[string]string{"a": "sha256:aa", "b": "sha256:bb"} {
+		got, path, err := c.FindSaved(state, name)
+		if err != nil || got == nil || got.Identity.ImageID != digest || filepath.Base(path) != "restore-manifest."+name+".json" {
+			t.Errorf("FindSaved(%s): %+v at %s, %v", name, got, path, err)
+		}
 	}
 }
 
