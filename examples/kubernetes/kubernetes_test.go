@@ -439,11 +439,13 @@ func TestPodKilledDuringBlock(t *testing.T) {
 	r := newRun(t, "0.3", "deployments.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	killed := when(ctx, func() bool { return sending(r.state, "candidate") }, func() error {
+	watch, stop := context.WithCancel(ctx) // ends the watch when the apply ends first
+	killed := when(watch, func() bool { return sending(r.state, "candidate") }, func() error {
 		time.Sleep(500 * time.Millisecond)
 		return r.deletePods(ctx, "app=sim-candidate")
 	})
 	code, out := r.apply(ctx, "campaign.hcl", "requests=16")
+	stop()
 	if err := <-killed; err != nil {
 		t.Fatalf("delete the candidate's pod: %v\n%s", err, out)
 	}
@@ -521,11 +523,12 @@ func TestEndpointTakenOver(t *testing.T) {
 	r := newRun(t, "0.3", "deployments.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	took := when(ctx, func() bool { return sending(r.state, "block.taken") }, func() error { return r.takeOver(ctx) })
+	watch, stop := context.WithCancel(ctx) // ends the watches when the apply ends first
+	took := when(watch, func() bool { return sending(r.state, "block.taken") }, func() error { return r.takeOver(ctx) })
 	// The usurper holds the endpoint's port: it leaves when the block has ended, as a
 	// squatter someone evicts, so that the restore can roll out.
 	usurperSeen := make(chan string, 1)
-	left := when(ctx, func() bool {
+	left := when(watch, func() bool {
 		recs, _, err := engine.ReadJournal(filepath.Join(r.state, engine.JournalFile))
 		return err == nil && seq(recs, engine.KindStepEnd, "block.taken") >= 0
 	}, func() error {
@@ -534,6 +537,7 @@ func TestEndpointTakenOver(t *testing.T) {
 		return r.deletePods(ctx, "app=usurper")
 	})
 	code, out := r.apply(ctx, "testdata/takeover.hcl")
+	stop()
 	if err := <-took; err != nil {
 		t.Fatalf("take the endpoint over: %v\n%s", err, out)
 	}
@@ -579,11 +583,13 @@ func TestAgentPodKilled(t *testing.T) {
 	r := newRun(t, "0.3", "deployments.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	killed := when(ctx, func() bool { return sending(r.state, "incumbent_before") }, func() error {
+	watch, stop := context.WithCancel(ctx) // ends the watch when the apply ends first
+	killed := when(watch, func() bool { return sending(r.state, "incumbent_before") }, func() error {
 		time.Sleep(500 * time.Millisecond)
 		return r.deletePods(ctx, "app=rigor-agents,batch.kubernetes.io/job-completion-index=2")
 	})
 	code, out := r.apply(ctx, "campaign.hcl", "requests=96")
+	stop()
 	if err := <-killed; err != nil {
 		t.Fatalf("delete the agent pod: %v\n%s", err, out)
 	}

@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"strconv"
 	"strings"
 	"time"
@@ -82,21 +84,33 @@ func (c *Cluster) Scale(ctx context.Context, name string, replicas int32) error 
 // sets replicas, and makes sure the pods never try to pull. It returns the updated
 // Deployment.
 func (c *Cluster) SetImage(ctx context.Context, name, container, image string, replicas int32) (*appsv1.Deployment, error) {
-	d, err := c.Deployment(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if image != "" {
-		i, err := containerIndex(d.Spec.Template.Spec, container)
+	var u *appsv1.Deployment
+	// The controller writes the object's status too: an update from a copy it has
+	// since changed conflicts, and is made again on a fresh read.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := c.Deployment(ctx, name)
 		if err != nil {
-			return nil, fmt.Errorf("deployment %s/%s: %w", c.Namespace, name, err)
+			return err
 		}
-		d.Spec.Template.Spec.Containers[i].Image = image
-	}
-	d.Spec.Replicas = &replicas
-	u, err := c.api.AppsV1().Deployments(c.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+		if image != "" {
+			i, err := containerIndex(d.Spec.Template.Spec, container)
+			if err != nil {
+				return fmt.Errorf("deployment %s/%s: %w", c.Namespace, name, err)
+			}
+			d.Spec.Template.Spec.Containers[i].Image = image
+		}
+		d.Spec.Replicas = &replicas
+		u, err = c.api.AppsV1().Deployments(c.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+		if err != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("update deployment %s/%s on %s: %w", c.Namespace, name, c.Server, err)
+		}
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("update deployment %s/%s on %s: %w", c.Namespace, name, c.Server, err)
+		if apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("update deployment %s/%s on %s: %w", c.Namespace, name, c.Server, err)
+		}
+		return nil, err
 	}
 	return u, nil
 }

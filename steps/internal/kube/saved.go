@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"os"
 	"path/filepath"
 	"sort"
@@ -187,10 +189,21 @@ func liveEnv(live *appsv1.Deployment, container, name string) (string, bool) {
 func (c *Cluster) Apply(ctx context.Context, d *appsv1.Deployment, live *appsv1.Deployment) error {
 	api := c.api.AppsV1().Deployments(c.Namespace)
 	if live != nil {
-		u := live.DeepCopy()
-		u.Spec = d.Spec
-		u.Labels, u.Annotations = d.Labels, d.Annotations
-		if _, err := api.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		// The controller writes the object's status too: an update from a copy it has
+		// since changed conflicts, and is made again on the object as it is now.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			u := live.DeepCopy()
+			u.Spec = d.Spec
+			u.Labels, u.Annotations = d.Labels, d.Annotations
+			_, err := api.Update(ctx, u, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				if now, gerr := api.Get(ctx, d.Name, metav1.GetOptions{}); gerr == nil {
+					live = now
+				}
+			}
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("update deployment %s/%s on %s: %w", c.Namespace, d.Name, c.Server, err)
 		}
 		return nil

@@ -2,7 +2,13 @@ package kube
 
 import (
 	"context"
+	"fmt"
+
 	"encoding/json"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +65,38 @@ func TestPinnedKeepsAnImportedImagesReference(t *testing.T) {
 	}
 	if img := pinned.Spec.Template.Spec.Containers[0].Image; img != "sim:incumbent" || want["sim"] != digest {
 		t.Errorf("image %s, want sim:incumbent; digest to verify %v", img, want)
+	}
+}
+
+// An update that conflicts with the controller's own write (the object changed
+// since it was read) is made again on a fresh read, for SetImage and Apply alike.
+func TestUpdatesRetryOnConflict(t *testing.T) {
+	api := fake.NewSimpleClientset(served("inc", "sim:incumbent", 19210, 1))
+	conflicts := 0
+	api.PrependReactor("update", "deployments", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts < 2 {
+			conflicts++
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "inc", fmt.Errorf("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	c := &Cluster{api: api, Server: "https://k:6443", Namespace: "ns"}
+	ctx := context.Background()
+	if _, err := c.SetImage(ctx, "inc", "", "sim:other", 2); err != nil || conflicts != 2 {
+		t.Fatalf("SetImage after %d conflicts: %v", conflicts, err)
+	}
+	d, _ := c.Deployment(ctx, "inc")
+	if d.Spec.Template.Spec.Containers[0].Image != "sim:other" || *d.Spec.Replicas != 2 {
+		t.Errorf("after SetImage: %s x%d", d.Spec.Template.Spec.Containers[0].Image, *d.Spec.Replicas)
+	}
+	conflicts = 0
+	want := d.DeepCopy()
+	want.Spec.Template.Spec.Containers[0].Image = "sim:incumbent"
+	if err := c.Apply(ctx, want, d); err != nil || conflicts != 2 {
+		t.Fatalf("Apply after %d conflicts: %v", conflicts, err)
+	}
+	if d, _ = c.Deployment(ctx, "inc"); d.Spec.Template.Spec.Containers[0].Image != "sim:incumbent" {
+		t.Errorf("after Apply: %s", d.Spec.Template.Spec.Containers[0].Image)
 	}
 }
 
