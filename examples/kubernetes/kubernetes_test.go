@@ -462,15 +462,9 @@ func TestPodKilledDuringBlock(t *testing.T) {
 	if !strings.Contains(blk.Message, "sim-candidate") {
 		t.Errorf("the failure must name the deployment: %s", blk.Message)
 	}
-	rst := end(t, recs, "restore.incumbent")
-	if rst.Status != engine.StatusSucceeded || rst.Seq < blk.Seq {
-		t.Fatalf("restore after the kill: %s (%s) %s", rst.Status, rst.Class, rst.Message)
-	}
+	rst := restoredAfter(t, recs, blk)
 	if o, d := outputs(t, rst), outputs(t, end(t, recs, "deploy.incumbent")); o["image_id"] != d["image_id"] {
 		t.Errorf("restored image %v, deployed %v", o["image_id"], d["image_id"])
-	}
-	if seq(recs, engine.KindOutageEnd, "restore.incumbent") < 0 {
-		t.Error("the outage was not closed by the restore")
 	}
 	// The incumbent's last arm ran after the stopped one, on the incumbent again.
 	if again := end(t, recs, "deploy.incumbent_again"); again.Status != engine.StatusSucceeded || again.Seq < blk.Seq {
@@ -508,9 +502,7 @@ func TestOOMDuringBlock(t *testing.T) {
 	if err != nil || strings.Count(string(b), "\n") != 96 {
 		t.Errorf("the OOM-killed block keeps one record per request: %v, %d records", err, strings.Count(string(b), "\n"))
 	}
-	if rst := end(t, recs, "restore.incumbent"); rst.Status != engine.StatusSucceeded || seq(recs, engine.KindOutageEnd, "restore.incumbent") < 0 {
-		t.Fatalf("restore after the OOM: %s (%s) %s", rst.Status, rst.Class, rst.Message)
-	}
+	restoredAfter(t, recs, blk)
 }
 
 // TestEndpointTakenOver: while the candidate's open-loop block sends, its Deployment
@@ -570,9 +562,7 @@ func TestEndpointTakenOver(t *testing.T) {
 	if len(lines) != 120 || len(served) < 3 {
 		t.Errorf("%d records of 120; served by %v: want the candidate, the usurper and failures in between (the usurper at the block's end: %s)", len(lines), served, usurper)
 	}
-	if rst := end(t, recs, "restore.incumbent"); rst.Status != engine.StatusSucceeded || seq(recs, engine.KindOutageEnd, "restore.incumbent") < 0 {
-		t.Fatalf("restore after the takeover: %s (%s) %s", rst.Status, rst.Class, rst.Message)
-	}
+	restoredAfter(t, recs, blk)
 }
 
 // TestAgentPodKilled deletes the pod of completion index 2 of the agents' Indexed Job
@@ -623,9 +613,7 @@ func TestAgentPodKilled(t *testing.T) {
 	if len(lines) != 96 || cancelled == 0 {
 		t.Errorf("requests.jsonl: %d records of 96, %d cancelled of the lost agent's slice; want all kept and its unsent ones cancelled", len(lines), cancelled)
 	}
-	if rst := end(t, recs, "restore.incumbent"); rst.Status != engine.StatusSucceeded {
-		t.Fatalf("restore after the lost agent: %s (%s) %s", rst.Status, rst.Class, rst.Message)
-	}
+	restoredAfter(t, recs, blk)
 }
 
 // takeOver scales the candidate to 0 without rigor and starts a bare pod of the
@@ -664,6 +652,22 @@ func (r *run) takeOver(ctx context.Context) error {
 	_, err = api.CoreV1().Pods(r.kc.Namespace).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "usurper", Labels: map[string]string{"app": "usurper"}}, Spec: spec}, metav1.CreateOptions{})
 	return err
+}
+
+// restoredAfter holds the restore to what every failure test needs: it succeeded
+// after the failed block and closed the outage. It returns the restore's end record.
+func restoredAfter(t *testing.T, recs []engine.Record, failed engine.Record) engine.Record {
+	t.Helper()
+	rst := end(t, recs, "restore.incumbent")
+	if rst.Status != engine.StatusSucceeded || rst.Seq < failed.Seq {
+		t.Fatalf("restore after %s: %s (%s) %s", failed.Step, rst.Status, rst.Class, rst.Message)
+	}
+	// An outage that never opened (the failure came before the candidate's deploy)
+	// has nothing to close.
+	if seq(recs, engine.KindOutageBegin, "") >= 0 && seq(recs, engine.KindOutageEnd, "restore.incumbent") < 0 {
+		t.Error("the outage was not closed by the restore")
+	}
+	return rst
 }
 
 // when runs act once cond holds (polled every 50 ms) and delivers its error, or
