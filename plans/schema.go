@@ -551,36 +551,43 @@ func (e *evaluator) checkData(d *DataBlock, ctx *hcl.EvalContext) hcl.Diagnostic
 	return append(diags, checkRuntimeAttrs(d, obj, names)...)
 }
 
-// runtimeAttrs name, per runtime, the host and target attributes no code of that
-// runtime reads: on Kubernetes the Deployment's pod template is the container's
-// configuration and rigor sets only its image and replicas, and the cluster
-// attributes mean nothing to a Docker Engine or the simulator. Setting one is an
-// error, never a setting silently ignored.
-var runtimeAttrs = map[string]struct {
+// runtimeAttrs name, per block kind, the host and target attributes only some
+// runtimes read, with the runtimes that read them: on Kubernetes the Deployment's
+// pod template is the container's configuration and rigor sets only its image and
+// replicas, and the cluster attributes mean nothing to a Docker Engine or the
+// simulator. Setting one elsewhere is an error, never a setting silently ignored.
+var runtimeAttrs = map[string]map[string]runtimeAttr{
+	blockHost: {
+		"kubeconfig": {[]string{"kubernetes"}, "it names the cluster of a kubernetes host."},
+		"context":    {[]string{"kubernetes"}, "it names the kubeconfig context of a kubernetes host."},
+		"namespace":  {[]string{"kubernetes"}, "it names the namespace of a kubernetes host."},
+	},
+	blockTarget: {
+		"deployment":     {[]string{"kubernetes"}, "it names the Deployment of a kubernetes target; set container instead."},
+		"kube_container": {[]string{"kubernetes"}, "it names a container of a Deployment's pod template."},
+		"replicas":       {[]string{"kubernetes"}, "it sets a Deployment's replicas."},
+		"command":        {[]string{"docker", "sim"}, "a Deployment's pod template sets the container's command; rigor sets only its image and replicas."},
+		"env":            {[]string{"docker", "sim"}, "a Deployment's pod template sets the container's environment."},
+		"ports":          {[]string{"docker", "sim"}, "a Deployment's pod template and Services publish its ports."},
+		"mounts":         {[]string{"docker", "sim"}, "a Deployment's pod template sets its volumes."},
+		"shm_size":       {[]string{"docker", "sim"}, "a Deployment's pod template sets its volumes."},
+		"memory":         {[]string{"docker", "sim"}, "a Deployment's pod template sets its resources."},
+		"cpus":           {[]string{"docker", "sim"}, "a Deployment's pod template sets its resources."},
+		"labels":         {[]string{"docker", "sim"}, "a Deployment's metadata sets its labels."},
+		"gpus":           {[]string{"docker", "sim"}, "a Deployment's pod template requests its GPUs (nvidia.com/gpu)."},
+	},
+}
+
+type runtimeAttr struct {
 	runtimes []string // the runtimes that read the attribute
 	why      string
-}{
-	"kubeconfig":     {[]string{"kubernetes"}, "it names the cluster of a kubernetes host."},
-	"context":        {[]string{"kubernetes"}, "it names the kubeconfig context of a kubernetes host."},
-	"namespace":      {[]string{"kubernetes"}, "it names the namespace of a kubernetes host."},
-	"deployment":     {[]string{"kubernetes"}, "it names the Deployment of a kubernetes target; set container instead."},
-	"kube_container": {[]string{"kubernetes"}, "it names a container of a Deployment's pod template."},
-	"replicas":       {[]string{"kubernetes"}, "it sets a Deployment's replicas."},
-	"command":        {[]string{"docker", "sim"}, "a Deployment's pod template sets the container's command; rigor sets only its image and replicas."},
-	"env":            {[]string{"docker", "sim"}, "a Deployment's pod template sets the container's environment."},
-	"ports":          {[]string{"docker", "sim"}, "a Deployment's pod template and Services publish its ports."},
-	"mounts":         {[]string{"docker", "sim"}, "a Deployment's pod template sets its volumes."},
-	"shm_size":       {[]string{"docker", "sim"}, "a Deployment's pod template sets its volumes."},
-	"memory":         {[]string{"docker", "sim"}, "a Deployment's pod template sets its resources."},
-	"cpus":           {[]string{"docker", "sim"}, "a Deployment's pod template sets its resources."},
-	"labels":         {[]string{"docker", "sim"}, "a Deployment's metadata sets its labels."},
-	"gpus":           {[]string{"docker", "sim"}, "a Deployment's pod template requests its GPUs (nvidia.com/gpu)."},
 }
 
 // checkRuntimeAttrs refuses a host or target attribute that its runtime does not
 // read. A target's runtime is its own runtime attribute, else its host's, else sim.
 func checkRuntimeAttrs(d *DataBlock, obj cty.Value, names []string) hcl.Diagnostics {
-	if d.Kind != blockHost && d.Kind != blockTarget {
+	attrs := runtimeAttrs[d.Kind]
+	if attrs == nil {
 		return nil
 	}
 	runtime := knownString(obj, "runtime")
@@ -594,8 +601,8 @@ func checkRuntimeAttrs(d *DataBlock, obj cty.Value, names []string) hcl.Diagnost
 	}
 	var diags hcl.Diagnostics
 	for _, name := range names {
-		ra, ok := runtimeAttrs[name]
-		if !ok || slices.Contains(ra.runtimes, runtime) || (d.Kind == blockHost && name == "gpus") {
+		ra, ok := attrs[name]
+		if !ok || slices.Contains(ra.runtimes, runtime) {
 			continue
 		}
 		diags = append(diags, errorAt(d.Attrs[name].NameRange, "Argument not read by this runtime",

@@ -156,9 +156,9 @@ func Docker(ctx context.Context, t Target) (*docker.Client, error) {
 	return c, nil
 }
 
-// UnknownRuntime is the error for a runtime no step knows.
+// UnknownRuntime is the error for a runtime no step knows: it lists Runtimes.
 func UnknownRuntime(t Target) error {
-	return fmt.Errorf("target %s: unknown runtime %q (want \"sim\", \"docker\" or \"kubernetes\")", t.Name, t.Runtime)
+	return fmt.Errorf("target %s: unknown runtime %q (want one of %s)", t.Name, t.Runtime, strings.Join(Runtimes(), ", "))
 }
 
 // SimIdentity turns a simulator inspect record into the shared identity record.

@@ -58,7 +58,7 @@ func TestFromValueRefusesBadKubernetesInput(t *testing.T) {
 		})
 	}
 	tg, _ := FromValue(kubeTarget(nil, map[string]cty.Value{"runtime": cty.StringVal("nomad")}))
-	if err := UnknownRuntime(tg); !strings.Contains(err.Error(), `target inc: unknown runtime "nomad" (want "sim", "docker" or "kubernetes")`) {
+	if err := UnknownRuntime(tg); !strings.Contains(err.Error(), `target inc: unknown runtime "nomad" (want one of docker, kubernetes, sim)`) {
 		t.Errorf("%v", err)
 	}
 }
