@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"strconv"
 	"strings"
@@ -80,13 +79,13 @@ func (c *Cluster) Scale(ctx context.Context, name string, replicas int32) error 
 	}
 }
 
-// SetImage points the named container (or the first when container is "") at image,
-// sets replicas, and makes sure the pods never try to pull. It returns the updated
-// Deployment.
+// SetImage points the named container (or the first when container is "") at image
+// and sets replicas. It returns the updated Deployment.
 func (c *Cluster) SetImage(ctx context.Context, name, container, image string, replicas int32) (*appsv1.Deployment, error) {
 	var u *appsv1.Deployment
 	// The controller writes the object's status too: an update from a copy it has
-	// since changed conflicts, and is made again on a fresh read.
+	// since changed conflicts, and is made again on a fresh read (the wrapped error
+	// still reads as a conflict).
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d, err := c.Deployment(ctx, name)
 		if err != nil {
@@ -100,19 +99,12 @@ func (c *Cluster) SetImage(ctx context.Context, name, container, image string, r
 			d.Spec.Template.Spec.Containers[i].Image = image
 		}
 		d.Spec.Replicas = &replicas
-		u, err = c.api.AppsV1().Deployments(c.Namespace).Update(ctx, d, metav1.UpdateOptions{})
-		if err != nil && !apierrors.IsConflict(err) {
+		if u, err = c.api.AppsV1().Deployments(c.Namespace).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update deployment %s/%s on %s: %w", c.Namespace, name, c.Server, err)
 		}
-		return err
+		return nil
 	})
-	if err != nil {
-		if apierrors.IsConflict(err) {
-			return nil, fmt.Errorf("update deployment %s/%s on %s: %w", c.Namespace, name, c.Server, err)
-		}
-		return nil, err
-	}
-	return u, nil
+	return u, err
 }
 
 func containerIndex(spec corev1.PodSpec, name string) (int, error) {
