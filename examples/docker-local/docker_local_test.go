@@ -34,6 +34,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/google/go-cmp/cmp"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/examples/internal/campaigntest"
 )
 
 var (
@@ -169,63 +170,17 @@ func (r *run) apply(ctx context.Context, campaign string, vars ...string) (int, 
 
 func (r *run) journal() []engine.Record {
 	r.t.Helper()
-	recs, _, err := engine.ReadJournal(filepath.Join(r.state, engine.JournalFile))
-	if err != nil {
-		r.t.Fatalf("read journal: %v", err)
-	}
-	return recs
+	return campaigntest.Journal(r.t, r.state)
 }
 
-// end is the last step_end record of a step.
-func end(t *testing.T, recs []engine.Record, addr string) engine.Record {
-	t.Helper()
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Kind == engine.KindStepEnd && recs[i].Step == addr {
-			return recs[i]
-		}
-	}
-	t.Fatalf("no step_end record for %s", addr)
-	return engine.Record{}
-}
-
-func outputs(t *testing.T, rec engine.Record) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(rec.Outputs, &m); err != nil {
-		t.Fatalf("outputs of %s: %v (%s)", rec.Step, err, rec.Outputs)
-	}
-	return m
-}
-
-func seq(recs []engine.Record, kind, step string) int {
-	for _, r := range recs {
-		if r.Kind == kind && (step == "" || r.Step == step) {
-			return r.Seq
-		}
-	}
-	return -1
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
+// The evidence readers and ports shared with the Kubernetes example's tests.
+var (
+	end      = campaigntest.End
+	outputs  = campaigntest.Outputs
+	seq      = campaigntest.Seq
+	readJSON = campaigntest.ReadJSON
+	freePort = campaigntest.FreePort
+)
 
 func TestCampaignEndToEnd(t *testing.T) {
 	api := requireDocker(t)

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/examples/internal/campaigntest"
 	"github.com/rigor-bench/rigor/examples/kubernetes/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,86 +175,16 @@ func apply(t *testing.T, ctx context.Context, campaign, state string, vars ...st
 	return 0, string(out)
 }
 
-func journal(t *testing.T, state string) []engine.Record {
-	t.Helper()
-	recs, _, err := engine.ReadJournal(filepath.Join(state, engine.JournalFile))
-	if err != nil {
-		t.Fatalf("read journal: %v", err)
-	}
-	return recs
-}
-
-func end(t *testing.T, recs []engine.Record, addr string) engine.Record {
-	t.Helper()
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Kind == engine.KindStepEnd && recs[i].Step == addr {
-			return recs[i]
-		}
-	}
-	t.Fatalf("no step_end record for %s", addr)
-	return engine.Record{}
-}
-
-func outputs(t *testing.T, rec engine.Record) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(rec.Outputs, &m); err != nil {
-		t.Fatalf("outputs of %s: %v (%s)", rec.Step, err, rec.Outputs)
-	}
-	return m
-}
-
-func seq(recs []engine.Record, kind, step string) int {
-	for _, r := range recs {
-		if r.Kind == kind && (step == "" || r.Step == step) {
-			return r.Seq
-		}
-	}
-	return -1
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	return freePorts(t, 1)
-}
-
-// nextPort walks ports below the kernel's ephemeral range (32768 and up), so that
-// no outgoing connection takes one while a pod that serves it restarts.
-var nextPort = 20000 + os.Getpid()%5000
-
-// freePorts returns the first of n consecutive loopback ports nothing listens on.
-func freePorts(t *testing.T, n int) int {
-	t.Helper()
-	for ; nextPort < 32000-n; nextPort += n {
-		free := true
-		for k := range n {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", nextPort+k))
-			if err != nil {
-				free = false
-				break
-			}
-			l.Close()
-		}
-		if free {
-			base := nextPort
-			nextPort += n
-			return base
-		}
-	}
-	t.Fatalf("no %d free consecutive loopback ports below 32000", n)
-	return 0
-}
-
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
+// The evidence readers and ports shared with the Docker example's tests.
+var (
+	journal   = campaigntest.Journal
+	end       = campaigntest.End
+	outputs   = campaigntest.Outputs
+	seq       = campaigntest.Seq
+	readJSON  = campaigntest.ReadJSON
+	freePort  = campaigntest.FreePort
+	freePorts = campaigntest.FreePorts
+)
 
 // TestCampaignEndToEnd applies the example as it is: identity, the candidate's
 // deploy, the ABBA matrix and the exact restore, all on the cluster.
