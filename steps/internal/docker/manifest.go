@@ -82,37 +82,45 @@ func IsSecretEnv(k, v string, secrets []string) bool {
 // without reading the journal or depending on a deploy's outputs (a failed deploy
 // has none).
 func FindManifest(stateDir, host, name string) (*Manifest, string, error) {
-	root := filepath.Join(stateDir, "attempts")
 	var best *Manifest
 	var bestPath string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := EachManifest(stateDir, func(file string) bool { return file == ManifestFile }, func(p string, b []byte) {
+		var m Manifest
+		if json.Unmarshal(b, &m) != nil || m.Kind != "docker" {
+			return // a simulator or kubernetes manifest, or not ours
+		}
+		if m.Identity.Name != name || (host != "" && m.DockerHost != host) {
+			return
+		}
+		if best == nil || m.SavedAt.After(best.SavedAt) {
+			best, bestPath = &m, p
+		}
+	})
+	return best, bestPath, err
+}
+
+// EachManifest calls visit with the path and bytes of every file under
+// <stateDir>/attempts whose name isManifest accepts: the restore manifests deploy
+// attempts left, whatever their runtime. A state without attempts has none.
+func EachManifest(stateDir string, isManifest func(name string) bool, visit func(path string, b []byte)) error {
+	root := filepath.Join(stateDir, "attempts")
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if os.IsNotExist(err) && p == root {
 				return filepath.SkipDir
 			}
 			return err
 		}
-		if d.IsDir() || d.Name() != ManifestFile {
+		if d.IsDir() || !isManifest(d.Name()) {
 			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return fmt.Errorf("read restore manifest %s: %w", p, err)
 		}
-		var m Manifest
-		if json.Unmarshal(b, &m) != nil || m.Kind != "docker" {
-			return nil // a simulator manifest, or not ours
-		}
-		if m.Identity.Name != name || (host != "" && m.DockerHost != host) {
-			return nil
-		}
-		if best == nil || m.SavedAt.After(best.SavedAt) {
-			mm := m
-			best, bestPath = &mm, p
-		}
+		visit(p, b)
 		return nil
 	})
-	return best, bestPath, err
 }
 
 // Recreate creates a container again from a manifest under its recorded name, with

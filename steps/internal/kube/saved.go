@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -80,35 +77,19 @@ func isManifestFile(name string) bool {
 // theirs even when they fail, so restore needs neither the journal nor a deploy's
 // outputs.
 func (c *Cluster) FindSaved(stateDir, name string) (*Saved, string, error) {
-	root := filepath.Join(stateDir, "attempts")
 	var best *Saved
 	var bestPath string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) && p == root {
-				return filepath.SkipDir
-			}
-			return err
-		}
-		if d.IsDir() || !isManifestFile(d.Name()) {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("read restore manifest %s: %w", p, err)
-		}
+	err := docker.EachManifest(stateDir, isManifestFile, func(p string, b []byte) {
 		var m Saved
 		if json.Unmarshal(b, &m) != nil || m.Kind != Kind {
-			return nil
+			return
 		}
 		if m.Identity.Name != name || m.Namespace != c.Namespace || m.Server != c.Server {
-			return nil
+			return
 		}
 		if best == nil || m.SavedAt.After(best.SavedAt) {
-			mm := m
-			best, bestPath = &mm, p
+			best, bestPath = &m, p
 		}
-		return nil
 	})
 	return best, bestPath, err
 }
