@@ -545,6 +545,12 @@ func TestAgentPodKilled(t *testing.T) {
 		t.Errorf("requests.jsonl: %d records of 96, %d cancelled of the lost agent's slice; want all kept and its unsent ones cancelled", len(lines), cancelled)
 	}
 	restoredAfter(t, recs, blk)
+	// The lost index failed alone: the Job's other agents still serve.
+	for _, p := range r.kc.Pods(t, "rigor-agents") {
+		if idx := p.Labels["batch.kubernetes.io/job-completion-index"]; idx != "2" && (p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil) {
+			t.Errorf("agent pod %s (index %s) is %s after index 2 was lost", p.Name, idx, p.Status.Phase)
+		}
+	}
 }
 
 // takeOver scales the candidate to 0 without rigor and starts a bare pod of the
