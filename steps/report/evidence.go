@@ -136,6 +136,12 @@ type blockRef struct {
 	cfg      map[string]any
 }
 
+// blockCache is the part of a block's result.json cache section the report shows.
+type blockCache struct {
+	Expected      string  `json:"expected"`
+	Contradiction *string `json:"contradiction"`
+}
+
 // attemptRef is one attempt of a block: attempts/<step>/<n>/.
 type attemptRef struct {
 	N     int
@@ -152,6 +158,9 @@ type attemptRef struct {
 	// agents is what result.json says of the rigor agents that sent the block (nil
 	// when the block step sent it itself).
 	agents *agent.Report
+	// cache is result.json's cache state: what the block expected its corpus to find
+	// and how the counters contradicted it (nil in evidence from before it was kept).
+	cache *blockCache
 	// Declared is the request count the block declared (plan, result.json or another
 	// attempt); Missing of them left no record and count as cancelled failures.
 	Declared int

@@ -359,9 +359,10 @@ func (ev *evidence) readResult(a *attemptRef) {
 		Engine string        `json:"engine"`
 		Model  string        `json:"model"`
 		Agents *agent.Report `json:"agents"`
+		Cache  *blockCache   `json:"cache"`
 	}
 	if ev.readJSON(rel, &r) == nil {
-		a.result, a.engine, a.model, a.agents = &r.Result, r.Engine, r.Model, r.Agents
+		a.result, a.engine, a.model, a.agents, a.cache = &r.Result, r.Engine, r.Model, r.Agents, r.Cache
 	}
 }
 
