@@ -548,11 +548,23 @@ func (e *evaluator) checkData(d *DataBlock, ctx *hcl.EvalContext) hcl.Diagnostic
 			diags = append(diags, diag)
 		}
 	}
-	return append(diags, checkRuntimeAttrs(d, obj, names)...)
+	diags = append(diags, checkRuntimeAttrs(d, obj, names)...)
+	return append(diags, checkOneWorkload(d)...)
+}
+
+// checkOneWorkload refuses a target that names both a Deployment and a
+// StatefulSet: it runs as one workload, and rigor would have to guess which.
+func checkOneWorkload(d *DataBlock) hcl.Diagnostics {
+	dep, set := d.Attrs["deployment"], d.Attrs["statefulset"]
+	if d.Kind != blockTarget || dep == nil || set == nil {
+		return nil
+	}
+	return hcl.Diagnostics{errorAt(set.NameRange, "Two workloads for one target",
+		"target %q names a deployment (line %d) and a statefulset: a target runs as one workload. Remove one of them.", d.Name, dep.NameRange.Start.Line)}
 }
 
 // runtimeAttrs name, per block kind, the host and target attributes only some
-// runtimes read, with the runtimes that read them: on Kubernetes the Deployment's
+// runtimes read, with the runtimes that read them: on Kubernetes the workload's
 // pod template is the container's configuration and rigor sets only its image and
 // replicas, and the cluster attributes mean nothing to a Docker Engine or the
 // simulator. Setting one elsewhere is an error, never a setting silently ignored.
@@ -564,17 +576,18 @@ var runtimeAttrs = map[string]map[string]runtimeAttr{
 	},
 	blockTarget: {
 		"deployment":     {[]string{"kubernetes"}, "it names the Deployment of a kubernetes target; set container instead."},
-		"kube_container": {[]string{"kubernetes"}, "it names a container of a Deployment's pod template."},
-		"replicas":       {[]string{"kubernetes"}, "it sets a Deployment's replicas."},
-		"command":        {[]string{"docker", "sim"}, "a Deployment's pod template sets the container's command; rigor sets only its image and replicas."},
-		"env":            {[]string{"docker", "sim"}, "a Deployment's pod template sets the container's environment."},
-		"ports":          {[]string{"docker", "sim"}, "a Deployment's pod template and Services publish its ports."},
-		"mounts":         {[]string{"docker", "sim"}, "a Deployment's pod template sets its volumes."},
-		"shm_size":       {[]string{"docker", "sim"}, "a Deployment's pod template sets its volumes."},
-		"memory":         {[]string{"docker", "sim"}, "a Deployment's pod template sets its resources."},
-		"cpus":           {[]string{"docker", "sim"}, "a Deployment's pod template sets its resources."},
-		"labels":         {[]string{"docker", "sim"}, "a Deployment's metadata sets its labels."},
-		"gpus":           {[]string{"docker", "sim"}, "a Deployment's pod template requests its GPUs (nvidia.com/gpu)."},
+		"statefulset":    {[]string{"kubernetes"}, "it names the StatefulSet of a kubernetes target; set container instead."},
+		"kube_container": {[]string{"kubernetes"}, "it names a container of the workload's pod template."},
+		"replicas":       {[]string{"kubernetes"}, "it sets the workload's replicas."},
+		"command":        {[]string{"docker", "sim"}, "the workload's pod template sets the container's command; rigor sets only its image and replicas."},
+		"env":            {[]string{"docker", "sim"}, "the workload's pod template sets the container's environment."},
+		"ports":          {[]string{"docker", "sim"}, "the workload's pod template and Services publish its ports."},
+		"mounts":         {[]string{"docker", "sim"}, "the workload's pod template sets its volumes."},
+		"shm_size":       {[]string{"docker", "sim"}, "the workload's pod template sets its volumes."},
+		"memory":         {[]string{"docker", "sim"}, "the workload's pod template sets its resources."},
+		"cpus":           {[]string{"docker", "sim"}, "the workload's pod template sets its resources."},
+		"labels":         {[]string{"docker", "sim"}, "the workload's metadata sets its labels."},
+		"gpus":           {[]string{"docker", "sim"}, "the workload's pod template requests its GPUs (nvidia.com/gpu)."},
 	},
 }
 

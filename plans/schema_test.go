@@ -61,6 +61,7 @@ var badValues = map[string]map[string]struct {
 		"labels":                      {`{ team = 1 }`, "Incorrect attribute value type", `"team" is number`},
 		"gpus":                        {`"every"`, "Invalid value", `"every": want "all", a count or a list of device IDs`},
 		"deployment":                  {`""`, "Invalid value", "Must not be empty"},
+		"statefulset":                 {`""`, "Invalid value", "Must not be empty"},
 		"kube_container":              {`""`, "Invalid value", "Must not be empty"},
 		"replicas":                    {`0`, "Invalid value", "0 is out of range: want a whole number >= 1."},
 		"preflight":                   {`["true"]`, "Incorrect attribute value type", "Want a list such as [[\"sh\""},
@@ -109,7 +110,7 @@ var badValues = map[string]map[string]struct {
 
 // kubernetesOnly are the attributes only the kubernetes runtime reads: their bad
 // values are tried on a kubernetes host or target.
-var kubernetesOnly = map[string]bool{"kubeconfig": true, "context": true, "namespace": true, "deployment": true, "kube_container": true, "replicas": true}
+var kubernetesOnly = map[string]bool{"kubeconfig": true, "context": true, "namespace": true, "deployment": true, "statefulset": true, "kube_container": true, "replicas": true}
 
 // TestAttributesOfAnotherRuntime: an attribute its runtime does not read is an
 // error at its name, whether the runtime is the block's own or its host's.
@@ -117,7 +118,7 @@ func TestAttributesOfAnotherRuntime(t *testing.T) {
 	cases := map[string]struct{ body, want string }{
 		"docker setting on a kubernetes target": {
 			"host \"k\" {\n  runtime = \"kubernetes\"\n}\ntarget \"x\" {\n  host     = host.k\n  endpoint = \"http://127.0.0.1:8000\"\n  command = [\"vllm\"]\n}\n",
-			`target "x" runs on runtime "kubernetes", which does not read command: a Deployment's pod template sets the container's command`,
+			`target "x" runs on runtime "kubernetes", which does not read command: the workload's pod template sets the container's command`,
 		},
 		"kubernetes setting on a sim target": {
 			"target \"x\" {\n  endpoint = \"http://127.0.0.1:8000\"\n  replicas = 2\n}\n",

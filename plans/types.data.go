@@ -76,9 +76,10 @@ var dataSchemas = map[string]*dataSchema{
 		dataAttr{"preflight", tStrings{nested: true, example: `[["sh", "-c", "true"]]`}},
 		dataAttr{"protected_files", tStrings{example: `["/etc/flare/config.yaml"]`}},
 		// kubernetes runtime: the Deployment (default: container, else the target's
-		// name), the pod template container the image goes into (default: the first)
-		// and the replicas deploy scales it to (default 1)
+		// name) or the StatefulSet, the pod template container the image goes into
+		// (default: the first) and the replicas deploy scales it to (default 1)
 		dataAttr{"deployment", tString{nonEmpty: true, example: "glm53"}},
+		dataAttr{"statefulset", tString{nonEmpty: true, example: "glm53"}},
 		dataAttr{"kube_container", tString{nonEmpty: true, example: "server"}},
 		dataAttr{"replicas", wholeAtLeast(1)},
 		// response header naming the incarnation that answered; "" disables

@@ -436,6 +436,64 @@ func TestOOMDuringBlock(t *testing.T) {
 	restoredAfter(t, recs, blk)
 }
 
+// TestStatefulSets runs the lifecycle on StatefulSets (testdata/statefulset.hcl):
+// deploying the candidate saves the incumbent's StatefulSet before scaling it to 0,
+// the candidate's StatefulSet serves the block, and restore stops the candidate and
+// applies the saved StatefulSet again with its exact image ID.
+func TestStatefulSets(t *testing.T) {
+	r := newRun(t, "0.02", "")
+	r.kc.ApplyStatefulSets(t, "testdata/statefulset.yaml", "19210", strconv.Itoa(r.port))
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	code, out := r.apply(ctx, "testdata/statefulset.hcl")
+	if code != 0 {
+		t.Fatalf("apply failed (exit %d):\n%s", code, out)
+	}
+	recs := journal(t, r.state)
+	ident := outputs(t, end(t, recs, "identity.incumbent"))
+	var saved struct {
+		Workload string `json:"workload"`
+		Identity struct {
+			Name    string `json:"name"`
+			ImageID string `json:"image_id"`
+		} `json:"identity"`
+		Object struct {
+			Kind string `json:"kind"`
+		} `json:"object"`
+	}
+	readJSON(t, filepath.Join(r.state, end(t, recs, "deploy.candidate").Dir, "restore-manifest.json"), &saved)
+	if saved.Workload != "StatefulSet" || saved.Object.Kind != "StatefulSet" || saved.Identity.Name != "sim-incumbent" || saved.Identity.ImageID != ident["image_id"] {
+		t.Errorf("restore manifest %+v; want the incumbent's StatefulSet with image %v", saved, ident["image_id"])
+	}
+	blk := end(t, recs, "block.candidate")
+	if blk.Status != engine.StatusSucceeded {
+		t.Fatalf("block.candidate: %s (%s) %s", blk.Status, blk.Class, blk.Message)
+	}
+	if b, err := os.ReadFile(filepath.Join(r.state, blk.Dir, "requests.jsonl")); err != nil || strings.Count(string(b), "\n") != 9 {
+		t.Errorf("block.candidate records: %v, %d", err, strings.Count(string(b), "\n"))
+	}
+	rst := end(t, recs, "restore.incumbent")
+	var receipt struct {
+		Action  string   `json:"action"`
+		Stopped []string `json:"stopped"`
+		Outcome string   `json:"outcome"`
+	}
+	readJSON(t, filepath.Join(r.state, rst.Dir, "receipt.json"), &receipt)
+	if receipt.Action != "reapplied-from-manifest" || receipt.Outcome != "restored" || len(receipt.Stopped) != 1 || receipt.Stopped[0] != "statefulset sim-candidate" {
+		t.Errorf("receipt %+v; want the saved StatefulSet reapplied after stopping statefulset sim-candidate", receipt)
+	}
+	restored := outputs(t, rst)
+	if restored["image_id"] != ident["image_id"] || restored["incarnation"] == ident["incarnation"] {
+		t.Errorf("restored image %v incarnation %v; want image %v in a new incarnation (was %v)", restored["image_id"], restored["incarnation"], ident["image_id"], ident["incarnation"])
+	}
+	for name, want := range map[string]int32{"sim-incumbent": 1, "sim-candidate": 0} {
+		ss, err := r.kc.API.AppsV1().StatefulSets(r.kc.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || ss.Spec.Replicas == nil || *ss.Spec.Replicas != want {
+			t.Errorf("statefulset %s after the campaign: %v, replicas %v; want %d", name, err, ss.Spec.Replicas, want)
+		}
+	}
+}
+
 // TestEndpointTakenOver: while the candidate's open-loop block sends, its Deployment
 // is scaled to 0 behind rigor's back and a bare pod of the incumbent's image, serving
 // the same model, binds the endpoint and answers the rest of the block. Every

@@ -109,7 +109,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 			return engine.Failed(engine.ClassIdentity, "%v", err)
 		}
 		rep.Host = c.Server + " namespace " + c.Namespace
-		if id, rep.Pods, err = c.Inspect(ctx, t.Container); err != nil {
+		if id, rep.Pods, err = c.Inspect(ctx, target.KubeRef(t)); err != nil {
 			return engine.Failed(engine.ClassIdentity, "target %s: %v", t.Name, err)
 		}
 	default:

@@ -11,14 +11,13 @@ import (
 	"github.com/rigor-bench/rigor/steps/deploy"
 	"github.com/rigor-bench/rigor/steps/internal/kube"
 	"github.com/rigor-bench/rigor/steps/internal/target"
-	appsv1 "k8s.io/api/apps/v1"
 )
 
-// runKube restores a kubernetes incumbent: every other Deployment serving the
-// endpoint's port is scaled to 0, then the newest restore manifest a deploy saved for
-// this target's Deployment is applied again with each container pinned to the exact
+// runKube restores a kubernetes incumbent: every other Deployment or StatefulSet
+// serving the endpoint's port is scaled to 0, then the newest restore manifest a
+// deploy saved for this target's workload is applied again with each container pinned to the exact
 // image ID its pods ran; without a manifest (the incumbent was never taken out of
-// service) the Deployment is put at the plan's image and replicas. Then the rollout,
+// service) the workload is put at the plan's image and replicas. Then the rollout,
 // the image IDs, health, preflight and protected files are verified.
 func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *Receipt, check checkFunc) engine.Result {
 	rc.Runtime = target.RuntimeKubernetes
@@ -32,7 +31,9 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 		return engine.Failed(engine.ClassHealth, "%v", err)
 	}
 	rc.KubeServer, rc.Namespace = c.Server, c.Namespace
-	saved, path, err := c.FindSaved(sc.StateDir, t.Container)
+	ref := target.KubeRef(t)
+	kind := strings.ToLower(ref.Kind)
+	saved, path, err := c.FindSaved(sc.StateDir, ref)
 	if err != nil {
 		check("restore manifest", false, "%v", err)
 		return engine.Failed(engine.ClassInternal, "%v", err)
@@ -40,34 +41,35 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 	if saved != nil {
 		rel, _ := filepath.Rel(sc.StateDir, path)
 		rc.Manifest = filepath.ToSlash(rel)
-		check("restore manifest", true, "%s names deployment %s/%s, image %s, incarnation %s", rc.Manifest, saved.Namespace, saved.Identity.Name, saved.Identity.ImageID, saved.Identity.Incarnation)
+		check("restore manifest", true, "%s names %s %s/%s, image %s, incarnation %s", rc.Manifest, strings.ToLower(saved.Ref().Kind), saved.Namespace, saved.Identity.Name, saved.Identity.ImageID, saved.Identity.Incarnation)
 	}
-	occupants, err := c.Occupants(ctx, port, t.Container)
+	occupants, err := c.Occupants(ctx, port, ref)
 	if err != nil {
 		check("stop candidate", false, "%v", err)
 		return engine.Failed(engine.ClassHealth, "%v", err)
 	}
 	for _, occ := range occupants {
-		if err := c.Scale(ctx, occ.Name, 0); err != nil {
-			check("stop candidate", false, "%s: %v", occ.Name, err)
+		if err := c.Scale(ctx, occ.Ref(), 0); err != nil {
+			check("stop candidate", false, "%s: %v", occ.Ref(), err)
 			return engine.Failed(engine.ClassHealth, "%v", err)
 		}
-		rc.Stopped = append(rc.Stopped, "deployment "+occ.Name)
+		rc.Stopped = append(rc.Stopped, occ.Ref().String())
 	}
-	live, err := c.Deployment(ctx, t.Container)
+	got, err := c.Get(ctx, ref)
 	if err != nil && !errors.Is(err, kube.ErrNoSuchWorkload) {
 		check("inspect", false, "%v", err)
 		return engine.Failed(engine.ClassHealth, "%v", err)
 	}
-	if err != nil {
-		live = nil
+	var live *kube.Workload
+	if err == nil {
+		live = &got
 	}
 	var pinned map[string]string
 	switch {
 	case saved != nil:
-		var d *appsv1.Deployment
-		if d, pinned, err = saved.Pinned(live, t.Env); err == nil {
-			err = c.Apply(ctx, d, live)
+		var w kube.Workload
+		if w, pinned, err = saved.Pinned(live, t.Env); err == nil {
+			err = c.Apply(ctx, w, live)
 		}
 		rc.Action = "reapplied-from-manifest"
 		if live == nil {
@@ -78,20 +80,20 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 			return engine.Failed(engine.ClassHealth, "restore %s: %v", t.Container, err)
 		}
 	case live != nil:
-		id, _, _ := c.Inspect(ctx, t.Container)
+		id, _, _ := c.Inspect(ctx, ref)
 		rc.Action = "already-running"
-		if !id.Running() || (t.Image != "" && !imageDeclared(live, t)) {
+		if !id.Running() || (t.Image != "" && !imageDeclared(*live, t)) {
 			rc.Action = "scaled-from-plan"
-			if _, err := c.SetImage(ctx, t.Container, t.KubeContainer, t.Image, int32(t.Replicas)); err != nil {
+			if _, err := c.SetImage(ctx, ref, t.KubeContainer, t.Image, int32(t.Replicas)); err != nil {
 				check("apply", false, "%v", err)
 				return engine.Failed(engine.ClassHealth, "restore %s: %v", t.Container, err)
 			}
 		}
 	default:
-		check("restore manifest", false, "no deploy saved deployment %s and it is not in %s", t.Container, c.Where())
-		return engine.Failed(engine.ClassConfig, "target %s: deployment %s is not in %s and no deploy saved it", t.Name, t.Container, c.Where())
+		check("restore manifest", false, "no deploy saved %s %s and it is not in %s", kind, t.Container, c.Where())
+		return engine.Failed(engine.ClassConfig, "target %s: %s %s is not in %s and no deploy saved it", t.Name, kind, t.Container, c.Where())
 	}
-	if _, err := c.WaitRollout(ctx, t.Container); err != nil {
+	if _, err := c.WaitRollout(ctx, ref); err != nil {
 		check("rollout", false, "%v", err)
 		var re *kube.RolloutError
 		if errors.As(err, &re) && re.OOM() {
@@ -99,7 +101,7 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 		}
 		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
 	}
-	id, pods, err := c.Inspect(ctx, t.Container)
+	id, pods, err := c.Inspect(ctx, ref)
 	if err != nil {
 		check("inspect", false, "%v", err)
 		return engine.Failed(engine.ClassIdentity, "inspect %s: %v", t.Container, err)
@@ -137,7 +139,7 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 	if r := verifyRestored(ctx, sc, t, rc, check); r != nil {
 		return *r
 	}
-	if id, pods, err = c.Inspect(ctx, t.Container); err == nil {
+	if id, pods, err = c.Inspect(ctx, ref); err == nil {
 		id.Endpoint = t.Endpoint
 		rc.Container = deploy.KubeEvidence{Server: c.Server, Namespace: c.Namespace, Identity: id, Pods: pods}
 	}
@@ -145,10 +147,10 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 	return engine.Succeeded(deploy.DockerIdentityValue(id))
 }
 
-// imageDeclared reports whether the Deployment's container already names the
+// imageDeclared reports whether the workload's container already names the
 // target's image.
-func imageDeclared(d *appsv1.Deployment, t target.Target) bool {
-	for i, c := range d.Spec.Template.Spec.Containers {
+func imageDeclared(w kube.Workload, t target.Target) bool {
+	for i, c := range w.Template().Spec.Containers {
 		if (t.KubeContainer == "" && i == 0) || c.Name == t.KubeContainer {
 			return c.Image == t.Image
 		}

@@ -116,6 +116,15 @@ func (c *Cluster) ApplyDeployments(t *testing.T, path string, replace ...string)
 	})
 }
 
+// ApplyStatefulSets creates the StatefulSets of a multi-document YAML file in the
+// test's namespace, each string of replace replaced first.
+func (c *Cluster) ApplyStatefulSets(t *testing.T, path string, replace ...string) []appsv1.StatefulSet {
+	t.Helper()
+	return create(t, c.Namespace, path, replace, func(ctx context.Context, s *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+		return c.API.AppsV1().StatefulSets(c.Namespace).Create(ctx, s, metav1.CreateOptions{})
+	})
+}
+
 // ApplyJobs creates the Jobs of a multi-document YAML file in the test's namespace,
 // each string of replace replaced first.
 func (c *Cluster) ApplyJobs(t *testing.T, path string, replace ...string) []batchv1.Job {
@@ -125,7 +134,7 @@ func (c *Cluster) ApplyJobs(t *testing.T, path string, replace ...string) []batc
 	})
 }
 
-// object is what create needs of a Deployment or a Job.
+// object is what create needs of a Deployment, a StatefulSet or a Job.
 type object interface {
 	GetName() string
 }

@@ -10,11 +10,12 @@ import (
 	"github.com/rigor-bench/rigor/steps/internal/docker"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Pod is one pod of a Deployment as identity records it.
+// Pod is one pod of a workload as identity records it. Template is the revision of
+// the workload's pod template the pod was made from: a Deployment's
+// pod-template-hash, a StatefulSet's controller-revision-hash.
 type Pod struct {
 	Name         string      `json:"name"`
 	UID          string      `json:"uid"`
@@ -40,27 +41,16 @@ type Container struct {
 	ExitCode     int    `json:"exit_code,omitempty"`
 }
 
-// Deployment fetches a Deployment; a missing one is ErrNoSuchWorkload naming it.
-func (c *Cluster) Deployment(ctx context.Context, name string) (*appsv1.Deployment, error) {
-	d, err := c.api.AppsV1().Deployments(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("deployment %s/%s not found on %s%s: %w", c.Namespace, name, c.Server, c.contextNote(), ErrNoSuchWorkload)
-	}
+// Pods lists the live pods a workload selects, in name order.
+func (c *Cluster) Pods(ctx context.Context, w Workload) ([]Pod, error) {
+	r := w.Ref()
+	sel, err := metav1.LabelSelectorAsSelector(w.selector())
 	if err != nil {
-		return nil, fmt.Errorf("get deployment %s/%s on %s%s: %w", c.Namespace, name, c.Server, c.contextNote(), err)
-	}
-	return d, nil
-}
-
-// Pods lists the live pods a Deployment selects, in name order.
-func (c *Cluster) Pods(ctx context.Context, d *appsv1.Deployment) ([]Pod, error) {
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("deployment %s/%s: selector: %v", c.Namespace, d.Name, err)
+		return nil, fmt.Errorf("%s: selector: %v", c.Named(r), err)
 	}
 	list, err := c.api.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return nil, fmt.Errorf("list pods of deployment %s/%s on %s: %w", c.Namespace, d.Name, c.Server, err)
+		return nil, fmt.Errorf("list pods of %s on %s: %w", c.Named(r), c.Server, err)
 	}
 	var out []Pod
 	for _, p := range list.Items {
@@ -73,6 +63,9 @@ func (c *Cluster) Pods(ctx context.Context, d *appsv1.Deployment) ([]Pod, error)
 func podOf(p corev1.Pod) Pod {
 	r := Pod{Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName, Phase: string(p.Status.Phase),
 		Deleting: p.DeletionTimestamp != nil, Template: p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]}
+	if r.Template == "" {
+		r.Template = p.Labels[appsv1.StatefulSetRevisionLabel]
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			r.Ready = c.Status == corev1.ConditionTrue
@@ -117,32 +110,30 @@ func Digest(ref string) string {
 	return ""
 }
 
-// Inspect returns a Deployment's identity record and its pods. Status is "running"
+// Inspect returns a workload's identity record and its pods. Status is "running"
 // when the Deployment wants at least one pod and exactly that many live pods run
 // with every container running and ready; otherwise it says what is missing.
-func (c *Cluster) Inspect(ctx context.Context, name string) (docker.Identity, []Pod, error) {
-	d, err := c.Deployment(ctx, name)
+func (c *Cluster) Inspect(ctx context.Context, r Ref) (docker.Identity, []Pod, error) {
+	w, err := c.Get(ctx, r)
 	if err != nil {
 		return docker.Identity{}, nil, err
 	}
-	pods, err := c.Pods(ctx, d)
+	pods, err := c.Pods(ctx, w)
 	if err != nil {
 		return docker.Identity{}, nil, err
 	}
-	return IdentityOf(d, pods), pods, nil
+	return IdentityOf(w, pods), pods, nil
 }
 
-// IdentityOf fills the shared identity record from a Deployment and its pods.
-func IdentityOf(d *appsv1.Deployment, pods []Pod) docker.Identity {
-	id := docker.Identity{Name: d.Name, Created: d.CreationTimestamp.Time, Health: "none"}
+// IdentityOf fills the shared identity record from a workload and its pods.
+func IdentityOf(w Workload, pods []Pod) docker.Identity {
+	m := w.Meta()
+	id := docker.Identity{Name: m.Name, Created: m.CreationTimestamp.Time, Health: "none"}
 	var images, imageIDs, containers, inc []string
-	for _, c := range d.Spec.Template.Spec.Containers {
+	for _, c := range w.Template().Spec.Containers {
 		images = append(images, c.Image)
 	}
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
+	want := w.Replicas()
 	live, running, ready := 0, 0, 0
 	for _, p := range pods {
 		if p.Deleting {

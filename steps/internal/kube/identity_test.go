@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -37,7 +38,7 @@ func TestIdentityOf(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			id := IdentityOf(tc.d, tc.pods)
+			id := IdentityOf(Workload{Deployment: tc.d}, tc.pods)
 			got := []string{id.Status, id.Health, id.Incarnation, id.ContainerID, id.ImageID}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Error(diff)
@@ -49,8 +50,23 @@ func TestIdentityOf(t *testing.T) {
 	}
 }
 
+// A StatefulSet's identity reads its own replicas and template.
+func TestIdentityOfStatefulSet(t *testing.T) {
+	two := int32(2)
+	ss := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "sts"}}
+	ss.Spec.Replicas = &two
+	ss.Spec.Template.Spec.Containers = []corev1.Container{{Name: "sim", Image: "sim:incumbent"}}
+	id := IdentityOf(Workload{StatefulSet: ss}, []Pod{pod("a", 0, "running", "", true)})
+	if id.Name != "sts" || id.Image != "sim:incumbent" || id.Status != "1 of 2 pods running (1 live)" {
+		t.Errorf("identity %+v; want the StatefulSet's name, image and its 2 replicas", id)
+	}
+	if w := (Workload{StatefulSet: ss}); w.Ref() != StatefulSet("sts") || w.Ref().String() != "statefulset sts" {
+		t.Errorf("ref %+v", w.Ref())
+	}
+}
+
 func TestStuck(t *testing.T) {
-	if e := Stuck("ns/sim", []Pod{pod("a", 1, "running", "OOMKilled", true)}); e == nil || !e.OOM() || e.Error() != "deployment ns/sim: pod p-a container sim: OOMKilled (exit code 0)" {
+	if e := Stuck("deployment ns/sim", []Pod{pod("a", 1, "running", "OOMKilled", true)}); e == nil || !e.OOM() || e.Error() != "deployment ns/sim: pod p-a container sim: OOMKilled (exit code 0)" {
 		t.Errorf("%v", e)
 	}
 	if e := Stuck("ns/sim", []Pod{pod("a", 0, "waiting: ErrImageNeverPull", "", false)}); e == nil || e.Reason != "ErrImageNeverPull" {

@@ -52,61 +52,85 @@ func pauseDeployment(name string) *appsv1.Deployment {
 	}
 }
 
-// TestIdentityRestartAndExactRestore runs on the test cluster: a Deployment's
-// identity names its pod, node, container and image ID; deleting the pod makes a new
-// incarnation; a saved Deployment applied again after its image changed runs the
-// exact image ID it ran before, with its secret environment value back.
+// pauseStatefulSet is pauseDeployment as a StatefulSet.
+func pauseStatefulSet(name string) *appsv1.StatefulSet {
+	d := pauseDeployment(name)
+	return &appsv1.StatefulSet{ObjectMeta: d.ObjectMeta,
+		Spec: appsv1.StatefulSetSpec{Replicas: d.Spec.Replicas, Selector: d.Spec.Selector, Template: d.Spec.Template}}
+}
+
+// TestIdentityRestartAndExactRestore runs on the test cluster, once for a Deployment
+// and once for a StatefulSet: a workload's identity names its pod, node, container
+// and image ID; deleting the pod makes a new incarnation; a saved workload applied
+// again after its image changed to one that cannot start runs the exact image ID it
+// ran before, with its secret environment value back. For the StatefulSet that is
+// Kubernetes' forced rollback: its controller never replaces the pod that could not
+// start by itself, so the rollout wait must.
 func TestIdentityRestartAndExactRestore(t *testing.T) {
 	kc := kubetest.Require(t)
+	for _, kind := range []string{kube.KindDeployment, kube.KindStatefulSet} {
+		t.Run(kind, func(t *testing.T) { identityRestartAndExactRestore(t, kc, kind) })
+	}
+}
+
+func identityRestartAndExactRestore(t *testing.T, kc *kubetest.Cluster, kind string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := kube.Connect(ctx, kc.Kubeconfig, "", kc.Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.Inspect(ctx, "ghost"); !errors.Is(err, kube.ErrNoSuchWorkload) || !strings.Contains(err.Error(), "deployment "+kc.Namespace+"/ghost not found on "+c.Server) {
-		t.Fatalf("inspect a missing deployment: %v; want ErrNoSuchWorkload naming it and the server", err)
+	name := strings.ToLower(kind[:1]) + "p"
+	ref := kube.Ref{Kind: kind, Name: name}
+	ghost := kube.Ref{Kind: kind, Name: "ghost"}
+	if _, _, err := c.Inspect(ctx, ghost); !errors.Is(err, kube.ErrNoSuchWorkload) || !strings.Contains(err.Error(), strings.ToLower(kind)+" "+kc.Namespace+"/ghost not found on "+c.Server) {
+		t.Fatalf("inspect a missing %s: %v; want ErrNoSuchWorkload naming it and the server", kind, err)
 	}
-	if _, err := kc.API.AppsV1().Deployments(kc.Namespace).Create(ctx, pauseDeployment("p"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if kind == kube.KindStatefulSet {
+		_, err = kc.API.AppsV1().StatefulSets(kc.Namespace).Create(ctx, pauseStatefulSet(name), metav1.CreateOptions{})
+	} else {
+		_, err = kc.API.AppsV1().Deployments(kc.Namespace).Create(ctx, pauseDeployment(name), metav1.CreateOptions{})
 	}
-	pods, err := c.WaitRollout(ctx, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _, err := c.Inspect(ctx, "p")
+	pods, err := c.WaitRollout(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pods) != 1 || id.Status != "running" || id.Health != "healthy" {
-		t.Fatalf("after the rollout: %d pods, status %q, health %q", len(pods), id.Status, id.Health)
+	id, _, err := c.Inspect(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 1 || id.Status != "running" || id.Health != "healthy" || id.Name != name {
+		t.Fatalf("after the rollout: %d pods, status %q, health %q, name %q", len(pods), id.Status, id.Health, id.Name)
 	}
 	p := pods[0]
 	if want := p.UID + "/0"; id.Incarnation != want {
 		t.Errorf("incarnation %q, want %q (pod UID/restart count)", id.Incarnation, want)
 	}
-	if p.Node != "rigor-node" || len(p.Containers) != 1 || !strings.HasPrefix(p.Containers[0].ContainerID, "containerd://") {
-		t.Errorf("pod record lacks the node or the container ID: %+v", p)
+	if p.Node != "rigor-node" || len(p.Containers) != 1 || !strings.HasPrefix(p.Containers[0].ContainerID, "containerd://") || p.Template == "" {
+		t.Errorf("pod record lacks the node, the container ID or the template revision: %+v", p)
 	}
 	if !strings.HasPrefix(id.ImageID, "sha256:") || len(id.ImageID) != len("sha256:")+64 {
 		t.Fatalf("image ID %q is not a sha256 digest", id.ImageID)
 	}
-	saved, err := c.Save(mustGet(t, c, "p"), pods)
+	saved, err := c.Save(mustGet(t, c, ref), pods)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(saved.Object), "s3cret") || len(saved.RedactedEnv) != 1 || saved.RedactedEnv[0] != "main/API_TOKEN" {
-		t.Errorf("the saved object keeps a secret value or misses its redaction: %v", saved.RedactedEnv)
+	if strings.Contains(string(saved.Object), "s3cret") || len(saved.RedactedEnv) != 1 || saved.RedactedEnv[0] != "main/API_TOKEN" || saved.Ref() != ref {
+		t.Errorf("the saved object keeps a secret value, misses its redaction or names another workload: %v %v", saved.RedactedEnv, saved.Ref())
 	}
 
 	// A pod killed and replaced is a new incarnation.
 	if err := kc.API.CoreV1().Pods(kc.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitRollout(ctx, "p"); err != nil {
+	if _, err := c.WaitRollout(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	after, _, err := c.Inspect(ctx, "p")
+	after, _, err := c.Inspect(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,55 +138,55 @@ func TestIdentityRestartAndExactRestore(t *testing.T) {
 		t.Fatalf("incarnation after the pod was replaced: %q, before %q", after.Incarnation, id.Incarnation)
 	}
 
-	// Another image, then the saved object again: the exact image ID comes back,
-	// pinned in the pod template.
-	if _, err := c.SetImage(ctx, "p", "", "registry.k8s.io/pause:no-such-tag", 1); err != nil {
+	// Another image that cannot start, then the saved object again: the exact image
+	// ID comes back, pinned in the pod template.
+	if _, err := c.SetImage(ctx, ref, "", "registry.k8s.io/pause:no-such-tag", 1); err != nil {
 		t.Fatal(err)
 	}
 	var re *kube.RolloutError
-	if _, err := c.WaitRollout(ctx, "p"); !errors.As(err, &re) || re.Reason != "ErrImageNeverPull" {
-		t.Fatalf("rollout of a missing image: %v; want a RolloutError ErrImageNeverPull", err)
+	if _, err := c.WaitRollout(ctx, ref); !errors.As(err, &re) || re.Reason != "ErrImageNeverPull" || re.Workload != c.Named(ref) {
+		t.Fatalf("rollout of a missing image: %v; want a RolloutError ErrImageNeverPull naming %s", err, c.Named(ref))
 	}
-	live := mustGet(t, c, "p")
-	d, pinned, err := saved.Pinned(live, nil)
+	live := mustGet(t, c, ref)
+	w, pinned, err := saved.Pinned(&live, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pinned["main"] != id.ImageID || d.Spec.Template.Spec.Containers[0].Image == "registry.k8s.io/pause:no-such-tag" {
-		t.Fatalf("pinned %v, template image %q; want %s and the saved reference", pinned, d.Spec.Template.Spec.Containers[0].Image, id.ImageID)
+	if pinned["main"] != id.ImageID || w.Template().Spec.Containers[0].Image == "registry.k8s.io/pause:no-such-tag" {
+		t.Fatalf("pinned %v, template image %q; want %s and the saved reference", pinned, w.Template().Spec.Containers[0].Image, id.ImageID)
 	}
-	if err := c.Apply(ctx, d, live); err != nil {
+	if err := c.Apply(ctx, w, &live); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitRollout(ctx, "p"); err != nil {
+	if _, err := c.WaitRollout(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	restored, _, err := c.Inspect(ctx, "p")
+	restored, _, err := c.Inspect(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if restored.ImageID != id.ImageID || restored.Status != "running" {
 		t.Fatalf("restored: image %s status %q; want %s running", restored.ImageID, restored.Status, id.ImageID)
 	}
-	env := mustGet(t, c, "p").Spec.Template.Spec.Containers[0].Env
+	env := mustGet(t, c, ref).Template().Spec.Containers[0].Env
 	if len(env) != 2 || env[0].Value != "s3cret" || env[1].Value != "kept" {
 		t.Errorf("restored env %+v; want the secret taken back from the live object", env)
 	}
 
-	// Scaled to 0, the Deployment has no pods and says so.
-	if err := c.Scale(ctx, "p", 0); err != nil {
+	// Scaled to 0, the workload has no pods and says so.
+	if err := c.Scale(ctx, ref, 0); err != nil {
 		t.Fatal(err)
 	}
-	if id, _, _ := c.Inspect(ctx, "p"); id.Status != "scaled to 0" || id.Running() {
+	if id, _, _ := c.Inspect(ctx, ref); id.Status != "scaled to 0" || id.Running() {
 		t.Fatalf("after scaling to 0: status %q", id.Status)
 	}
 }
 
-func mustGet(t *testing.T, c *kube.Cluster, name string) *appsv1.Deployment {
+func mustGet(t *testing.T, c *kube.Cluster, r kube.Ref) kube.Workload {
 	t.Helper()
-	d, err := c.Deployment(context.Background(), name)
+	w, err := c.Get(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return w
 }

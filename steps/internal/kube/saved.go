@@ -13,18 +13,18 @@ import (
 	"github.com/rigor-bench/rigor/steps/internal/docker"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Kind is the kind of a restore manifest this package writes; the file name is the
 // Docker runtime's (docker.ManifestFile), whose reader skips other kinds.
 const Kind = "kubernetes"
 
-// Saved is the restore manifest of a Deployment: its full object as the API server
+// Saved is the restore manifest of a workload: its full object as the API server
 // returned it before a deploy touched it, with secret environment values redacted,
 // and its pods' identity (the image IDs restore pins the containers to).
 type Saved struct {
 	Kind        string          `json:"kind"`
+	Workload    string          `json:"workload"` // KindDeployment or KindStatefulSet ("" in older manifests: a Deployment)
 	SavedAt     time.Time       `json:"saved_at"`
 	Server      string          `json:"server"`
 	Namespace   string          `json:"namespace"`
@@ -34,13 +34,21 @@ type Saved struct {
 	Object      json.RawMessage `json:"object"`
 }
 
-// Save builds the restore manifest of a Deployment and its pods.
-func (c *Cluster) Save(d *appsv1.Deployment, pods []Pod, secrets ...string) (*Saved, error) {
-	cp := d.DeepCopy()
-	cp.APIVersion, cp.Kind = "apps/v1", "Deployment"
-	cp.ManagedFields = nil
+// Save builds the restore manifest of a workload and its pods.
+func (c *Cluster) Save(w Workload, pods []Pod, secrets ...string) (*Saved, error) {
+	cp := w.DeepCopy()
+	var obj any
+	if cp.StatefulSet != nil {
+		cp.StatefulSet.APIVersion, cp.StatefulSet.Kind = "apps/v1", KindStatefulSet
+		obj = cp.StatefulSet
+	} else {
+		cp.Deployment.APIVersion, cp.Deployment.Kind = "apps/v1", KindDeployment
+		obj = cp.Deployment
+	}
+	cp.Meta().ManagedFields = nil
+	spec := &cp.Template().Spec
 	var redacted []string
-	for _, list := range [][]corev1.Container{cp.Spec.Template.Spec.InitContainers, cp.Spec.Template.Spec.Containers} {
+	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range list {
 			for j, e := range list[i].Env {
 				if e.ValueFrom == nil && docker.IsSecretEnv(e.Name, e.Value, secrets) {
@@ -51,16 +59,19 @@ func (c *Cluster) Save(d *appsv1.Deployment, pods []Pod, secrets ...string) (*Sa
 		}
 	}
 	sort.Strings(redacted)
-	b, err := json.Marshal(cp)
+	b, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
-	return &Saved{Kind: Kind, SavedAt: time.Now().UTC(), Server: c.Server, Namespace: c.Namespace,
-		Identity: IdentityOf(d, pods), Pods: pods, RedactedEnv: redacted, Object: b}, nil
+	return &Saved{Kind: Kind, Workload: w.Ref().kind(), SavedAt: time.Now().UTC(), Server: c.Server, Namespace: c.Namespace,
+		Identity: IdentityOf(w, pods), Pods: pods, RedactedEnv: redacted, Object: b}, nil
 }
 
+// Ref names the saved workload.
+func (s *Saved) Ref() Ref { return Ref{Kind: Ref{Kind: s.Workload}.kind(), Name: s.Identity.Name} }
+
 // ManifestFileOf is the restore manifest's file name for one of several
-// Deployments a deploy took out of service: restore-manifest.<name>.json.
+// workloads a deploy took out of service: restore-manifest.<name>.json.
 func ManifestFileOf(name string) string {
 	return strings.TrimSuffix(docker.ManifestFile, ".json") + "." + name + ".json"
 }
@@ -73,10 +84,10 @@ func isManifestFile(name string) bool {
 }
 
 // FindSaved returns the newest kubernetes restore manifest under <stateDir>/attempts
-// for the named Deployment in the cluster's namespace, or nil: deploy attempts keep
+// for the named workload in the cluster's namespace, or nil: deploy attempts keep
 // theirs even when they fail, so restore needs neither the journal nor a deploy's
 // outputs.
-func (c *Cluster) FindSaved(stateDir, name string) (*Saved, string, error) {
+func (c *Cluster) FindSaved(stateDir string, r Ref) (*Saved, string, error) {
 	var best *Saved
 	var bestPath string
 	err := docker.EachManifest(stateDir, isManifestFile, func(p string, b []byte) {
@@ -84,7 +95,7 @@ func (c *Cluster) FindSaved(stateDir, name string) (*Saved, string, error) {
 		if json.Unmarshal(b, &m) != nil || m.Kind != Kind {
 			return
 		}
-		if m.Identity.Name != name || m.Namespace != c.Namespace || m.Server != c.Server {
+		if m.Ref() != (Ref{Kind: r.kind(), Name: r.Name}) || m.Namespace != c.Namespace || m.Server != c.Server {
 			return
 		}
 		if best == nil || m.SavedAt.After(best.SavedAt) {
@@ -94,7 +105,7 @@ func (c *Cluster) FindSaved(stateDir, name string) (*Saved, string, error) {
 	return best, bestPath, err
 }
 
-// Pinned is the saved Deployment with each redacted environment value taken from
+// Pinned is the saved workload with each redacted environment value taken from
 // env (the live object's, then the plan's), and the one image ID each container's
 // pods ran: the digest the restore must bring back and then verify. Where the
 // runtime reported a repository digest (repo@sha256:..., an image pulled from a
@@ -104,10 +115,18 @@ func (c *Cluster) FindSaved(stateDir, name string) (*Saved, string, error) {
 // bare image ID to no image on containerd (ErrImageNeverPull, seen on the test
 // cluster); a reference that now names another image then fails the restore's
 // digest check instead of restoring something else.
-func (s *Saved) Pinned(live *appsv1.Deployment, env map[string]string) (*appsv1.Deployment, map[string]string, error) {
-	var d appsv1.Deployment
-	if err := json.Unmarshal(s.Object, &d); err != nil {
-		return nil, nil, fmt.Errorf("restore manifest of deployment %s cannot be read back: %v", s.Identity.Name, err)
+func (s *Saved) Pinned(live *Workload, env map[string]string) (Workload, map[string]string, error) {
+	var w Workload
+	var obj any
+	if s.Ref().Kind == KindStatefulSet {
+		w.StatefulSet = &appsv1.StatefulSet{}
+		obj = w.StatefulSet
+	} else {
+		w.Deployment = &appsv1.Deployment{}
+		obj = w.Deployment
+	}
+	if err := json.Unmarshal(s.Object, obj); err != nil {
+		return Workload{}, nil, fmt.Errorf("restore manifest of %s cannot be read back: %v", s.Ref(), err)
 	}
 	ids := map[string]map[string]string{} // container -> digest -> the image ID naming it
 	for _, p := range s.Pods {
@@ -121,7 +140,7 @@ func (s *Saved) Pinned(live *appsv1.Deployment, env map[string]string) (*appsv1.
 		}
 	}
 	want := map[string]string{}
-	cs := d.Spec.Template.Spec.Containers
+	cs := w.Template().Spec.Containers
 	for i := range cs {
 		if len(ids[cs[i].Name]) == 1 {
 			for dg, id := range ids[cs[i].Name] {
@@ -140,19 +159,19 @@ func (s *Saved) Pinned(live *appsv1.Deployment, env map[string]string) (*appsv1.
 				v, ok = env[e.Name]
 			}
 			if !ok {
-				return nil, nil, fmt.Errorf("deployment %s container %s: %w: %s (declare it in the target's env)", d.Name, cs[i].Name, docker.ErrRedactedEnvValue, e.Name)
+				return Workload{}, nil, fmt.Errorf("%s container %s: %w: %s (declare it in the target's env)", s.Ref(), cs[i].Name, docker.ErrRedactedEnvValue, e.Name)
 			}
 			cs[i].Env[j].Value = v
 		}
 	}
-	return &d, want, nil
+	return w, want, nil
 }
 
-func liveEnv(live *appsv1.Deployment, container, name string) (string, bool) {
+func liveEnv(live *Workload, container, name string) (string, bool) {
 	if live == nil {
 		return "", false
 	}
-	for _, c := range live.Spec.Template.Spec.Containers {
+	for _, c := range live.Template().Spec.Containers {
 		if c.Name != container {
 			continue
 		}
@@ -165,33 +184,36 @@ func liveEnv(live *appsv1.Deployment, container, name string) (string, bool) {
 	return "", false
 }
 
-// Apply puts a Deployment's spec in place: an update of the live object when it
+// Apply puts a workload's spec in place: an update of the live object when it
 // exists, else a create from the saved labels, annotations and spec.
-func (c *Cluster) Apply(ctx context.Context, d *appsv1.Deployment, live *appsv1.Deployment) error {
-	api := c.api.AppsV1().Deployments(c.Namespace)
+func (c *Cluster) Apply(ctx context.Context, w Workload, live *Workload) error {
+	r := w.Ref()
 	if live != nil {
 		// The controller writes the object's status too: an update from a copy it has
 		// since changed conflicts, and is made again on the object as it is now.
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			u := live.DeepCopy()
-			u.Spec = d.Spec
-			u.Labels, u.Annotations = d.Labels, d.Annotations
-			_, err := api.Update(ctx, u, metav1.UpdateOptions{})
+			if u.StatefulSet != nil {
+				u.StatefulSet.Spec = w.StatefulSet.Spec
+			} else {
+				u.Deployment.Spec = w.Deployment.Spec
+			}
+			u.Meta().Labels, u.Meta().Annotations = w.Meta().Labels, w.Meta().Annotations
+			_, err := c.update(ctx, u)
 			if apierrors.IsConflict(err) {
-				if now, gerr := api.Get(ctx, d.Name, metav1.GetOptions{}); gerr == nil {
-					live = now
+				if now, gerr := c.Get(ctx, r); gerr == nil {
+					live = &now
 				}
 			}
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("update deployment %s/%s on %s: %w", c.Namespace, d.Name, c.Server, err)
+			return fmt.Errorf("update %s on %s: %w", c.Named(r), c.Server, err)
 		}
 		return nil
 	}
-	n := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: c.Namespace, Labels: d.Labels, Annotations: d.Annotations}, Spec: d.Spec}
-	if _, err := api.Create(ctx, n, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create deployment %s/%s on %s: %w", c.Namespace, d.Name, c.Server, err)
+	if err := c.create(ctx, w); err != nil {
+		return fmt.Errorf("create %s on %s: %w", c.Named(r), c.Server, err)
 	}
 	return nil
 }

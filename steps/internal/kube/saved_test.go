@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"encoding/json"
+	"errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,17 +54,17 @@ func TestPinnedKeepsAnImportedImagesReference(t *testing.T) {
 	api := fake.NewSimpleClientset(served("inc", "sim:incumbent", 19210, 1), runningPod("inc-1", "inc", digest))
 	c := &Cluster{api: api, Server: "https://k:6443", Namespace: "ns"}
 	ctx := context.Background()
-	d, _ := c.Deployment(ctx, "inc")
+	d, _ := c.Get(ctx, Deployment("inc"))
 	pods, _ := c.Pods(ctx, d)
 	saved, err := c.Save(d, pods)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pinned, want, err := saved.Pinned(d, nil)
+	pinned, want, err := saved.Pinned(&d, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img := pinned.Spec.Template.Spec.Containers[0].Image; img != "sim:incumbent" || want["sim"] != digest {
+	if img := pinned.Template().Spec.Containers[0].Image; img != "sim:incumbent" || want["sim"] != digest {
 		t.Errorf("image %s, want sim:incumbent; digest to verify %v", img, want)
 	}
 }
@@ -82,56 +83,111 @@ func TestUpdatesRetryOnConflict(t *testing.T) {
 	})
 	c := &Cluster{api: api, Server: "https://k:6443", Namespace: "ns"}
 	ctx := context.Background()
-	if _, err := c.SetImage(ctx, "inc", "", "sim:other", 2); err != nil || conflicts != 2 {
+	if _, err := c.SetImage(ctx, Deployment("inc"), "", "sim:other", 2); err != nil || conflicts != 2 {
 		t.Fatalf("SetImage after %d conflicts: %v", conflicts, err)
 	}
-	d, _ := c.Deployment(ctx, "inc")
+	w, _ := c.Get(ctx, Deployment("inc"))
+	d := w.Deployment
 	if d.Spec.Template.Spec.Containers[0].Image != "sim:other" || *d.Spec.Replicas != 2 {
 		t.Errorf("after SetImage: %s x%d", d.Spec.Template.Spec.Containers[0].Image, *d.Spec.Replicas)
 	}
 	conflicts = 0
 	want := d.DeepCopy()
 	want.Spec.Template.Spec.Containers[0].Image = "sim:incumbent"
-	if err := c.Apply(ctx, want, d); err != nil || conflicts != 2 {
+	if err := c.Apply(ctx, Workload{Deployment: want}, &w); err != nil || conflicts != 2 {
 		t.Fatalf("Apply after %d conflicts: %v", conflicts, err)
 	}
-	if d, _ = c.Deployment(ctx, "inc"); d.Spec.Template.Spec.Containers[0].Image != "sim:incumbent" {
+	if w, _ = c.Get(ctx, Deployment("inc")); w.Deployment.Spec.Template.Spec.Containers[0].Image != "sim:incumbent" {
 		t.Errorf("after Apply: %s", d.Spec.Template.Spec.Containers[0].Image)
 	}
 }
 
-// Two Deployments on one port each keep a manifest of their own in the deploy's
-// attempt (restore-manifest.<name>.json), and restore finds each by name.
+// Two workloads on one port, a Deployment and a StatefulSet of the same name, each
+// keep a manifest of their own in the deploy's attempt
+// (restore-manifest.<kind>.<name>.json), and restore finds each by kind and name.
 func TestFindSavedOfSeveralOccupants(t *testing.T) {
-	api := fake.NewSimpleClientset(served("a", "sim:a", 19210, 1), served("b", "sim:b", 19210, 1),
-		runningPod("a-1", "a", "sha256:aa"), runningPod("b-1", "b", "sha256:bb"))
+	api := fake.NewSimpleClientset(served("a", "sim:a", 19210, 1), servedSet("a", "sim:b", 19210, 1),
+		runningPod("a-1", "a", "sha256:aa"), runningPod("b-0", "b", "sha256:bb"))
 	c := &Cluster{api: api, Server: "https://k:6443", Namespace: "ns"}
 	ctx := context.Background()
-	occ, err := c.Occupants(ctx, 19210, "cand")
-	if err != nil || len(occ) != 2 {
-		t.Fatalf("occupants %v %v", occ, err)
+	occ, err := c.Occupants(ctx, 19210, Deployment("cand"))
+	if err != nil || len(occ) != 2 || occ[0].Ref() != Deployment("a") || occ[1].Ref() != StatefulSet("a") {
+		t.Fatalf("occupants %v %v; want deployment a, then statefulset a", occ, err)
 	}
+	// The StatefulSet's pods carry its selector's label.
+	occ[1].StatefulSet.Spec.Selector.MatchLabels = map[string]string{"app": "b"}
 	state := t.TempDir()
 	dir := filepath.Join(state, "attempts", "deploy.cand", "1")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for i := range occ {
-		pods, _ := c.Pods(ctx, &occ[i])
-		saved, err := c.Save(&occ[i], pods)
+	for _, w := range occ {
+		pods, _ := c.Pods(ctx, w)
+		saved, err := c.Save(w, pods)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(saved)
-		if err := os.WriteFile(filepath.Join(dir, ManifestFileOf(occ[i].Name)), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, ManifestFileOf(strings.ToLower(w.Ref().Kind)+"."+w.Meta().Name)), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for name, digest := range map[string]string{"a": "sha256:aa", "b": "sha256:bb"} {
-		got, path, err := c.FindSaved(state, name)
-		if err != nil || got == nil || got.Identity.ImageID != digest || filepath.Base(path) != "restore-manifest."+name+".json" {
-			t.Errorf("FindSaved(%s): %+v at %s, %v", name, got, path, err)
+	for ref, digest := range map[Ref]string{Deployment("a"): "sha256:aa", StatefulSet("a"): "sha256:bb"} {
+		got, path, err := c.FindSaved(state, ref)
+		file := "restore-manifest." + strings.ToLower(ref.Kind) + ".a.json"
+		if err != nil || got == nil || got.Identity.ImageID != digest || got.Ref() != ref || filepath.Base(path) != file {
+			t.Errorf("FindSaved(%s): %+v at %s, %v; want %s from %s", ref, got, path, err, digest, file)
 		}
+	}
+	if got, _, _ := c.FindSaved(state, StatefulSet("b")); got != nil {
+		t.Errorf("FindSaved(statefulset b) found %+v; nothing saved it", got.Ref())
+	}
+}
+
+func servedSet(name, image string, port, replicas int32) *appsv1.StatefulSet {
+	d := served(name, image, port, replicas)
+	return &appsv1.StatefulSet{ObjectMeta: d.ObjectMeta,
+		Spec: appsv1.StatefulSetSpec{Replicas: d.Spec.Replicas, Selector: d.Spec.Selector, Template: d.Spec.Template}}
+}
+
+// A StatefulSet saved before a deploy is put back as a StatefulSet: pinned to its
+// pods' registry digest, with its secret from the live object, by an update.
+func TestStatefulSetSaveAndPinnedApply(t *testing.T) {
+	const digest = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+	api := fake.NewSimpleClientset(servedSet("inc", "sim:incumbent", 19210, 1), runningPod("inc-0", "inc", "docker.io/library/sim@"+digest))
+	c := &Cluster{api: api, Server: "https://k:6443", Namespace: "ns"}
+	ctx := context.Background()
+	occ, err := c.Occupants(ctx, 19210, Deployment("inc"))
+	if err != nil || len(occ) != 1 || occ[0].Ref() != StatefulSet("inc") {
+		t.Fatalf("occupants %v %v; want statefulset inc (the excepted name is a Deployment's)", occ, err)
+	}
+	w, _ := c.Get(ctx, StatefulSet("inc"))
+	pods, _ := c.Pods(ctx, w)
+	saved, err := c.Save(w, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Workload != KindStatefulSet || !strings.Contains(string(saved.Object), `"kind":"StatefulSet"`) || strings.Contains(string(saved.Object), "hf_secret") {
+		t.Fatalf("saved %s: %s", saved.Workload, saved.Object)
+	}
+	if _, err := c.SetImage(ctx, StatefulSet("inc"), "", "sim:candidate", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, Deployment("inc")); !errors.Is(err, ErrNoSuchWorkload) || !strings.Contains(err.Error(), "deployment ns/inc not found") {
+		t.Errorf("a Deployment of the StatefulSet's name: %v", err)
+	}
+	live, _ := c.Get(ctx, StatefulSet("inc"))
+	pinned, want, err := saved.Pinned(&live, nil)
+	if err != nil || pinned.StatefulSet == nil || want["sim"] != digest {
+		t.Fatalf("pinned %+v %v %v", pinned.Ref(), want, err)
+	}
+	if err := c.Apply(ctx, pinned, &live); err != nil {
+		t.Fatal(err)
+	}
+	back, _ := c.Get(ctx, StatefulSet("inc"))
+	ct := back.Template().Spec.Containers[0]
+	if ct.Image != "docker.io/library/sim@"+digest || back.Replicas() != 1 || ct.Env[0].Value != "hf_secret" {
+		t.Errorf("after apply: image %s, replicas %d, env %+v", ct.Image, back.Replicas(), ct.Env)
 	}
 }
 
@@ -143,11 +199,11 @@ func TestOccupantsSaveAndPinnedApply(t *testing.T) {
 	c := &Cluster{api: api, Server: "https://k:6443", Namespace: "ns"}
 	ctx := context.Background()
 
-	occ, err := c.Occupants(ctx, 19210, "cand")
-	if err != nil || len(occ) != 1 || occ[0].Name != "inc" {
+	occ, err := c.Occupants(ctx, 19210, Deployment("cand"))
+	if err != nil || len(occ) != 1 || occ[0].Ref() != Deployment("inc") {
 		t.Fatalf("occupants of 19210: %v %v; want inc alone (cand is the target, other serves 19211)", occ, err)
 	}
-	d, _ := c.Deployment(ctx, "inc")
+	d, _ := c.Get(ctx, Deployment("inc"))
 	pods, _ := c.Pods(ctx, d)
 	saved, err := c.Save(d, pods)
 	if err != nil {
@@ -159,28 +215,28 @@ func TestOccupantsSaveAndPinnedApply(t *testing.T) {
 	}
 
 	// The candidate's turn: the incumbent changed (another image, 0 replicas).
-	if _, err := c.SetImage(ctx, "inc", "sim", "sim:other", 0); err != nil {
+	if _, err := c.SetImage(ctx, Deployment("inc"), "sim", "sim:other", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SetImage(ctx, "inc", "nope", "sim:other", 1); err == nil || !strings.Contains(err.Error(), `deployment ns/inc: no container "nope" in the pod template (it has sim)`) {
+	if _, err := c.SetImage(ctx, Deployment("inc"), "nope", "sim:other", 1); err == nil || !strings.Contains(err.Error(), `deployment ns/inc: no container "nope" in the pod template (it has sim)`) {
 		t.Errorf("a missing container: %v", err)
 	}
-	live, _ := c.Deployment(ctx, "inc")
-	pinned, want, err := saved.Pinned(live, nil)
+	live, _ := c.Get(ctx, Deployment("inc"))
+	pinned, want, err := saved.Pinned(&live, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want["sim"] != digest {
 		t.Errorf("pinned %v", want)
 	}
-	if err := c.Apply(ctx, pinned, live); err != nil {
+	if err := c.Apply(ctx, pinned, &live); err != nil {
 		t.Fatal(err)
 	}
-	back, _ := c.Deployment(ctx, "inc")
-	ct := back.Spec.Template.Spec.Containers[0]
+	back, _ := c.Get(ctx, Deployment("inc"))
+	ct := back.Template().Spec.Containers[0]
 	// The pods ran an image pulled from a registry: the template names it by digest.
-	if ct.Image != "docker.io/library/sim@"+digest || *back.Spec.Replicas != 1 || ct.Env[0].Value != "hf_secret" {
-		t.Errorf("after apply: image %s, replicas %d, env %+v", ct.Image, *back.Spec.Replicas, ct.Env)
+	if ct.Image != "docker.io/library/sim@"+digest || back.Replicas() != 1 || ct.Env[0].Value != "hf_secret" {
+		t.Errorf("after apply: image %s, replicas %d, env %+v", ct.Image, back.Replicas(), ct.Env)
 	}
 
 	// Deleted meanwhile: created again from the manifest; a redacted value the live
@@ -196,7 +252,7 @@ func TestOccupantsSaveAndPinnedApply(t *testing.T) {
 	if err := c.Apply(ctx, pinned, nil); err != nil {
 		t.Fatal(err)
 	}
-	if back, _ := c.Deployment(ctx, "inc"); back.Spec.Template.Spec.Containers[0].Env[0].Value != "from-plan" || back.Spec.Template.Spec.Containers[0].Image != "docker.io/library/sim@"+digest {
-		t.Errorf("recreated: %+v", back.Spec.Template.Spec.Containers[0])
+	if back, _ := c.Get(ctx, Deployment("inc")); back.Template().Spec.Containers[0].Env[0].Value != "from-plan" || back.Template().Spec.Containers[0].Image != "docker.io/library/sim@"+digest {
+		t.Errorf("recreated: %+v", back.Template().Spec.Containers[0])
 	}
 }

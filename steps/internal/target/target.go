@@ -55,8 +55,10 @@ type Target struct {
 	GPUs       string
 	Labels     map[string]string
 
-	// Kubernetes runtime (kubernetes.go): the host's cluster and namespace, and the
-	// container of the Deployment's pod template the target's image goes into.
+	// Kubernetes runtime (kubernetes.go): the host's cluster and namespace, the kind
+	// of workload Container names (kube.KindDeployment or kube.KindStatefulSet), and
+	// the container of its pod template the target's image goes into.
+	KubeKind      string
 	Kubeconfig    string
 	KubeContext   string
 	Namespace     string
