@@ -90,7 +90,7 @@ func TestCorpusProtocolReuse(t *testing.T) {
 
 	pilot := c.run(`block.pilot["c4"]`, blockOpts{phase: "pilot", key: "c4"})
 	check("pilot", pilot, want{expected: "cold", start: block.StartFreshServer, hi: 0})
-	if pilot.block.Corpus.ID.Lane != "pilot" || pilot.block.Corpus.Key != "corpus workload.capacity c4 pilot" {
+	if pilot.block.Corpus.ID.Lane != "pilot" || pilot.block.Corpus.Key != "corpus workload.capacity s7 c4 pilot" {
 		t.Errorf("pilot corpus %+v", pilot.block.Corpus)
 	}
 
@@ -104,7 +104,7 @@ func TestCorpusProtocolReuse(t *testing.T) {
 	}
 	// Priming and every repetition sent one corpus, under IDs of their own.
 	for _, run := range reps {
-		if run.block.Corpus.SHA256 != prime.block.Corpus.SHA256 || run.block.Corpus.Key != "corpus workload.capacity c4 main" {
+		if run.block.Corpus.SHA256 != prime.block.Corpus.SHA256 || run.block.Corpus.Key != "corpus workload.capacity s7 c4 main" {
 			t.Errorf("repetition corpus %s %s, priming %s", run.block.Corpus.Key, run.block.Corpus.SHA256, prime.block.Corpus.SHA256)
 		}
 	}
