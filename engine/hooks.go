@@ -9,7 +9,7 @@ import (
 // PinnedInputs is implemented by step types whose inputs must stay exactly what they
 // were when first seen: a rendered corpus, the protected files of a target. Before
 // every start of such a step the engine asks for the digests of those inputs, by name
-// (for example "corpus workload.capacity c4" or "file fixtures/discovery.json"). The
+// (for example "corpus workload.capacity s4342 c4 main" or "file fixtures/discovery.json"). The
 // first digest recorded under a name pins it (the plan_frozen record pins every
 // campaign.frozen file as "file <path>"); a later start that reports another digest
 // under the same name fails with the stop-class frozen_input_changed before the step

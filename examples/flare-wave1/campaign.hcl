@@ -12,8 +12,8 @@ campaign "flare-wave1" {
   description = "Identify scheduler, graph/rank, kernel and delivery costs under the same two 300 W GPUs. No promotion."
   # Files hashed when the plan is frozen. The request corpus is not a file: every
   # block records the sha256 of the corpus it sends (result.json, "corpus") and reports
-  # it to the engine under "corpus <workload> <cell> <lane>", so every arm of a cell
-  # is held to the same prompts.
+  # it to the engine under "corpus <workload> s<seed> <cell> <lane>", so every arm of
+  # a cell is held to the same prompts.
   frozen = ["fixtures/oracle.txt", "fixtures/discovery.json"]
 
   # 4. 90-minute maximum model outage with 20 minutes reserved for restoration.

@@ -1,8 +1,15 @@
 package block_test
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps/block"
@@ -90,7 +97,7 @@ func TestCorpusProtocolReuse(t *testing.T) {
 
 	pilot := c.run(`block.pilot["c4"]`, blockOpts{phase: "pilot", key: "c4"})
 	check("pilot", pilot, want{expected: "cold", start: block.StartFreshServer, hi: 0})
-	if pilot.block.Corpus.ID.Lane != "pilot" || pilot.block.Corpus.Key != "corpus workload.capacity c4 pilot" {
+	if pilot.block.Corpus.ID.Lane != "pilot" || pilot.block.Corpus.Key != "corpus workload.capacity s7 c4 pilot" {
 		t.Errorf("pilot corpus %+v", pilot.block.Corpus)
 	}
 
@@ -104,7 +111,7 @@ func TestCorpusProtocolReuse(t *testing.T) {
 	}
 	// Priming and every repetition sent one corpus, under IDs of their own.
 	for _, run := range reps {
-		if run.block.Corpus.SHA256 != prime.block.Corpus.SHA256 || run.block.Corpus.Key != "corpus workload.capacity c4 main" {
+		if run.block.Corpus.SHA256 != prime.block.Corpus.SHA256 || run.block.Corpus.Key != "corpus workload.capacity s7 c4 main" {
 			t.Errorf("repetition corpus %s %s, priming %s", run.block.Corpus.Key, run.block.Corpus.SHA256, prime.block.Corpus.SHA256)
 		}
 	}
@@ -201,5 +208,73 @@ func TestExpectCacheMustBeAState(t *testing.T) {
 	run := runSimBlock(t, rn, blockOpts{expect: "warm"})
 	if run.res.Class != engine.ClassConfig || !strings.Contains(run.res.Message, `expect_cache "warm": want one of cold, primed, shared`) || len(run.records) != 0 {
 		t.Errorf("class %s %q, %d records", run.res.Class, run.res.Message, len(run.records))
+	}
+}
+
+// TestCacheResetRefused: a reset the server does not accept fails the block as class
+// gate before anything is sent, naming the call and the server's answer: a path the
+// engine does not serve (SGLang's flush on a vLLM server), and the simulator's
+// refusal while a request is running (a reset under load would make the cache state
+// of the requests in flight depend on timing).
+func TestCacheResetRefused(t *testing.T) {
+	check := func(t *testing.T, run blockRun, want string) {
+		t.Helper()
+		if run.res.Status != engine.StatusFailed || run.res.Class != engine.ClassGate || !strings.Contains(run.res.Message, want) {
+			t.Errorf("%s (%s) %q; want failed (gate) containing %q", run.res.Status, run.res.Class, run.res.Message, want)
+		}
+		if _, err := os.Stat(filepath.Join(run.dir, "requests.jsonl")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a block whose reset failed sent requests (requests.jsonl: %v)", err)
+		}
+	}
+	t.Run("a path the engine does not serve", func(t *testing.T) {
+		rn := startSim(t, sim.Config{})
+		run := runSimBlock(t, rn, blockOpts{reset: true, targetAttrs: map[string]cty.Value{"cache_reset": cty.StringVal("/flush_cache")}})
+		check(t, run, "cache reset before the block: POST /flush_cache: 40")
+	})
+	t.Run("a request running", func(t *testing.T) {
+		rn := startSim(t, sim.Config{Faults: sim.Faults{HangRate: 1, HangAfter: 2}})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		body := `{"model":"glm53-nvidia-fp4-local-tp2-327k-c4-mtp3-r2","stream":true,"max_tokens":16,"messages":[{"role":"user","content":"hang please"}]}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rn.URL()+"/v1/chat/completions", strings.NewReader(body))
+		hung := make(chan struct{})
+		go func() {
+			defer close(hung)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+		deadline := time.Now().Add(5 * time.Second)
+		for rn.Server().Stats().Running != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("the hung request never started running")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		run := runSimBlock(t, rn, blockOpts{reset: true, targetAttrs: map[string]cty.Value{"cache_reset": cty.StringVal("/reset_prefix_cache")}})
+		check(t, run, "cache reset before the block: POST /reset_prefix_cache: 400 Bad Request: ")
+		check(t, run, "prefix cache not reset: 1 requests are running or waiting")
+		cancel()
+		<-hung
+	})
+}
+
+// TestCacheStartUnknownWithoutCounter: with no reset and no prefix-cache query
+// counter under the target's metric name, the block cannot tell where its cache
+// state came from and says "unknown"; the reuse it observed then comes from
+// usage.cached_tokens alone.
+func TestCacheStartUnknownWithoutCounter(t *testing.T) {
+	rn := startSim(t, sim.Config{})
+	run := runSimBlock(t, rn, blockOpts{requests: 4, targetAttrs: map[string]cty.Value{
+		"prefix_cache_queries_metric": cty.StringVal("rigor_test:no_such_counter"),
+	}})
+	if run.res.Status != engine.StatusSucceeded {
+		t.Fatalf("%s (%s) %s", run.res.Status, run.res.Class, run.res.Message)
+	}
+	cs := run.block.Cache
+	if cs.Start.State != block.StartUnknown || cs.Start.QueriesBefore != nil || cs.Observed.Source != "cached_tokens" || cs.Observed.Native != nil {
+		t.Errorf("start %q (queries before %v), observed from %q (native %v); want unknown, none, cached_tokens, none",
+			cs.Start.State, cs.Start.QueriesBefore, cs.Observed.Source, cs.Observed.Native)
 	}
 }

@@ -16,8 +16,8 @@ var _ engine.PinnedInputs = Step{}
 // corpusInfo is the "corpus" section of result.json: what the block sent, by identity
 // and by content.
 type corpusInfo struct {
-	// Key names the corpus as the engine pins it: "corpus <workload> <cell> <lane>"
-	// (plus " r<repetition>" in a cold lane).
+	// Key names the corpus as the engine pins it: "corpus <workload> s<seed> <cell>
+	// <lane>" (plus " r<repetition>" in a cold lane).
 	Key      string    `json:"key"`
 	Workload string    `json:"workload"` // workload.NAME
 	ID       corpus.ID `json:"id"`
@@ -87,7 +87,9 @@ func laneOf(cfg cty.Value) string {
 }
 
 // corpusPlan is the corpus a block's configuration names: the loadgen settings that
-// render it, and its key.
+// render it, and its key. The key holds the corpus seed: two matrices that give one
+// workload's cell different seeds send two corpora, and neither is held to the
+// other's digest.
 func corpusPlan(cfg cty.Value) (loadgen.Config, string, error) {
 	for _, name := range []string{"concurrency", "requests", "workload", "corpus_seed", "repetition", "phase"} {
 		if v := attrOf(cfg, name); !v.IsWhollyKnown() {
@@ -103,7 +105,7 @@ func corpusPlan(cfg cty.Value) (loadgen.Config, string, error) {
 		Repetition: target.Int(cfg, "repetition", 0), Lane: laneOf(cfg),
 	}
 	id := lc.CorpusID()
-	key := fmt.Sprintf("corpus %s %s %s", wname, id.Cell, id.Lane)
+	key := fmt.Sprintf("corpus %s s%d %s %s", wname, id.Seed, id.Cell, id.Lane)
 	if wl.Fresh {
 		key += " r" + strconv.Itoa(lc.Repetition)
 	}
@@ -113,8 +115,11 @@ func corpusPlan(cfg cty.Value) (loadgen.Config, string, error) {
 // PinnedInputs reports the digest of the corpus the block will send, under its key,
 // so the engine pins the first digest seen for a cell and refuses a later block of
 // the cell that would send other prompts: every arm of a cell sends the same work.
-// Workloads name no files, so there are no file digests to report.
-func (Step) PinnedInputs(config cty.Value, _ string) (map[string]string, error) {
+// It also reports the target's protected_files (as deploy and identity do), so a
+// file edited between two blocks stops the second before any request: the engine
+// re-checks them before every block, not only at deploy, identity and restore.
+// Workloads name no files.
+func (Step) PinnedInputs(config cty.Value, baseDir string) (map[string]string, error) {
 	lc, key, err := corpusPlan(config)
 	if err != nil {
 		return nil, fmt.Errorf("block corpus: %w", err)
@@ -123,7 +128,12 @@ func (Step) PinnedInputs(config cty.Value, _ string) (map[string]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("block corpus: %w", err)
 	}
-	return map[string]string{key: sum}, nil
+	out, err := target.Pinned(config, baseDir)
+	if err != nil {
+		return nil, err
+	}
+	out[key] = sum
+	return out, nil
 }
 
 // requestIDPrefix makes request IDs <campaign>/<step>/<cell>/<rep>/<index>: the same

@@ -2,6 +2,8 @@ package block_test
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,7 +69,7 @@ func TestPinnedInputs(t *testing.T) {
 		return "", ""
 	}
 	baseKey, base := pins(pinConfig("incumbent", 4, 160, nil))
-	if baseKey != "corpus workload.capacity c4 main" || len(base) != 64 {
+	if baseKey != "corpus workload.capacity s4342 c4 main" || len(base) != 64 {
 		t.Fatalf("pinned %q = %q", baseKey, base)
 	}
 	same := map[string]cty.Value{
@@ -90,12 +92,12 @@ func TestPinnedInputs(t *testing.T) {
 		cfg cty.Value
 		key string
 	}{
-		"another cell":     {pinConfig("incumbent", 1, 160, nil), "corpus workload.capacity c1 main"},
-		"the pilot":        {pinConfig("incumbent", 4, 160, map[string]cty.Value{"phase": cty.StringVal("pilot")}), "corpus workload.capacity c4 pilot"},
-		"a per-cell seed":  {pinConfig("incumbent", 4, 160, map[string]cty.Value{"corpus_seed": cty.NumberIntVal(4642)}), baseKey},
+		"another cell":     {pinConfig("incumbent", 1, 160, nil), "corpus workload.capacity s4342 c1 main"},
+		"the pilot":        {pinConfig("incumbent", 4, 160, map[string]cty.Value{"phase": cty.StringVal("pilot")}), "corpus workload.capacity s4342 c4 pilot"},
+		"a per-cell seed":  {pinConfig("incumbent", 4, 160, map[string]cty.Value{"corpus_seed": cty.NumberIntVal(4642)}), "corpus workload.capacity s4642 c4 main"},
 		"more requests":    {pinConfig("incumbent", 4, 164, nil), baseKey},
-		"cold lane, rep 1": {fresh(1), "corpus workload.capacity c4 main r1"},
-		"cold lane, rep 2": {fresh(2), "corpus workload.capacity c4 main r2"},
+		"cold lane, rep 1": {fresh(1), "corpus workload.capacity s4342 c4 main r1"},
+		"cold lane, rep 2": {fresh(2), "corpus workload.capacity s4342 c4 main r2"},
 	}
 	digests := map[string]string{base: "base"}
 	for name, tc := range differ {
@@ -107,6 +109,28 @@ func TestPinnedInputs(t *testing.T) {
 			t.Errorf("%s: digest equals %s's", name, prev)
 		}
 		digests[d] = name
+	}
+	// The target's protected files are pinned beside the corpus, as deploy and
+	// identity pin them; one that cannot be read is named, never left out.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "discovery.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	protect := func(files ...string) cty.Value {
+		tgt := pinConfig("incumbent", 4, 160, nil).GetAttr("target").AsValueMap()
+		var l []cty.Value
+		for _, f := range files {
+			l = append(l, cty.StringVal(f))
+		}
+		tgt["protected_files"] = cty.ListVal(l)
+		return pinConfig("incumbent", 4, 160, map[string]cty.Value{"target": cty.ObjectVal(tgt)})
+	}
+	m, err := block.Step{}.PinnedInputs(protect("discovery.json"), dir)
+	if err != nil || len(m) != 2 || m[baseKey] != base || m["file discovery.json"] != "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a" {
+		t.Errorf("with a protected file: %v, %v; want the corpus and the file's sha256", m, err)
+	}
+	if _, err := (block.Step{}).PinnedInputs(protect("discovery.json", "gone.json"), dir); err == nil || !strings.Contains(err.Error(), "protected file gone.json") {
+		t.Errorf("unreadable protected file: %v", err)
 	}
 	// A configuration whose counts are not frozen yet cannot be pinned.
 	if _, err := (block.Step{}).PinnedInputs(pinConfig("incumbent", 4, 0, map[string]cty.Value{"requests": cty.UnknownVal(cty.Number)}), ""); err == nil || !strings.Contains(err.Error(), "requests is not known yet") {

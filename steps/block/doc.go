@@ -10,8 +10,9 @@
 // every other block of a cell sends that cell's main corpus, so a priming block sends
 // exactly the prompts the repetitions will send. Request IDs are
 // <campaign>/<step>/<cell>/<rep>/<index>; a re-attempt adds /a<attempt> before the
-// index. PinnedInputs reports the corpus digest under "corpus <workload> <cell>
-// <lane>" so the engine holds every arm of a cell to the same prompts.
+// index. PinnedInputs reports the corpus digest under "corpus <workload> s<seed>
+// <cell> <lane>" so the engine holds every arm of a cell to the same prompts, and the
+// target's protected_files, so the engine re-checks them before every block.
 //
 // Cache state (cache.go): each block expects primed, cold or shared (declared with
 // expect_cache, or derived: primed when an earlier block of the arm's cell sent the

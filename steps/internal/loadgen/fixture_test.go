@@ -55,7 +55,8 @@ func simPromptTokens(t *testing.T, cfg Config, i int) int {
 // min_tokens = max_tokens = 1024 and ignore_eos, every request completes with exactly
 // 1024 tokens, and the assertions on prompt and completion tokens hold. An assertion
 // the server contradicts makes every request assertion_failed, kept in the
-// denominator and out of the successes.
+// denominator and out of the successes, whichever count (prompt or completion) it
+// names.
 func TestFixedOutputFixture(t *testing.T) {
 	url := startSim(t, sim.Config{})
 	base := testConfig(url)
@@ -93,6 +94,25 @@ func TestFixedOutputFixture(t *testing.T) {
 		want := "usage.prompt_tokens " + strconv.Itoa(prompt) + ", asserted " + strconv.Itoa(wrong)
 		if len(recs) != 8 || recs[0].Error != want {
 			t.Errorf("%d records; first error %q, want %q", len(recs), recs[0].Error, want)
+		}
+	})
+	t.Run("a contradicted completion assertion is classified and kept", func(t *testing.T) {
+		cfg := base
+		wrong := n - 1
+		cfg.Workload.AssertPromptTokens, cfg.Workload.AssertCompletionTokens = &prompt, &wrong
+		res, recs := runRecords(t, cfg)
+		if res.Requests != 8 || res.Outcomes[AssertionFailed] != 8 || res.VisibleSuccesses != 0 || res.Failures.Requests != 8 {
+			t.Errorf("requests %d outcomes %v visible %d failures %d", res.Requests, res.Outcomes, res.VisibleSuccesses, res.Failures.Requests)
+		}
+		// The prompt assertion holds, so the error names only the completion count.
+		want := "usage.completion_tokens 1024, asserted " + strconv.Itoa(wrong)
+		if len(recs) != 8 {
+			t.Fatalf("%d records, want 8", len(recs))
+		}
+		for _, r := range recs {
+			if r.Outcome != AssertionFailed || r.Error != want || r.Usage.CompletionTokens != n {
+				t.Errorf("%s: %s %q, usage %+v; want assertion_failed %q", r.ID, r.Outcome, r.Error, r.Usage, want)
+			}
 		}
 	})
 }
