@@ -7,8 +7,10 @@ import (
 
 // buildVersion is rigor's version and commit, from the module and VCS information
 // the Go toolchain stamps into the binary: "v1.2.3 (3f2a9c1e0b7d, modified)" for a
-// release, "devel (3f2a9c1e0b7d)" for a build from a checkout. Every journal,
-// result and report records it.
+// release, "devel (3f2a9c1e0b7d)" for a build from a checkout. The journal's
+// plan_frozen and apply_start records (engine.Options.Rigor), every block's
+// result.json (engine.StepContext.Rigor) and rigor bench's results record it.
+// `make build` stamps the commit even where GOFLAGS has -buildvcs=false.
 var buildVersion = sync.OnceValue(func() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
