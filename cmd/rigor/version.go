@@ -18,8 +18,9 @@ var (
 // the Go toolchain stamps into the binary, or from `make build`'s buildCommit:
 // "v1.2.3 (3f2a9c1e0b7d, modified)" for a release, "devel (3f2a9c1e0b7d)" for a
 // build from a checkout. The journal's plan_frozen and apply_start records
-// (engine.Options.Rigor), every block's result.json (engine.StepContext.Rigor)
-// and rigor bench's results record it.
+// (engine.Options.Rigor), every block's result.json (engine.StepContext.Rigor),
+// the report's Identities (from those journal records) and rigor bench's results
+// record it.
 var buildVersion = sync.OnceValue(func() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
