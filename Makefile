@@ -25,8 +25,16 @@ deps:
 cgo-cflags:
 	@echo $(CGO_CFLAGS)
 
+# The commit `rigor --version`, the journal and every result name. go build stamps
+# it only from a .git directory and without GOFLAGS=-buildvcs=false, so it misses
+# git worktrees and environments that set that flag; the commit is passed from git
+# as well (cmd/rigor/version.go). Expanded only by the targets that build rigor.
+VERSION_LDFLAGS = $(if $(COMMIT),-X main.buildCommit=$(COMMIT)$(if $(DIRTY), -X main.buildModified=true))
+COMMIT = $(shell git rev-parse HEAD 2>/dev/null)
+DIRTY = $(shell git status --porcelain 2>/dev/null | head -n 1)
+
 build: deps
-	$(GO) build -o $(BIN)/rigor ./cmd/rigor
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/rigor ./cmd/rigor
 
 test: deps
 	$(GO) vet ./...
@@ -70,7 +78,7 @@ LABEL ?= rigor.example=docker-local
 
 docker-local-context: deps
 	@mkdir -p $(DOCKER_LOCAL_CONTEXT)
-	CGO_ENABLED=0 $(GO) build -o $(DOCKER_LOCAL_CONTEXT)/rigor ./cmd/rigor
+	CGO_ENABLED=0 $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(DOCKER_LOCAL_CONTEXT)/rigor ./cmd/rigor
 	@cp examples/docker-local/Dockerfile.incumbent examples/docker-local/Dockerfile.candidate examples/docker-local/Dockerfile.agent $(DOCKER_LOCAL_CONTEXT)/
 
 docker-local: docker-local-context build

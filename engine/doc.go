@@ -16,6 +16,9 @@
 //     interrupt only always-steps start, and every other step is recorded blocked
 //     or deferred with the reason.
 //   - One apply per state directory at a time (flock).
+//   - The plan_frozen record and every apply_start record name the rigor build
+//     that wrote them (Options.Rigor, from cmd/rigor's buildVersion), and steps
+//     get it as StepContext.Rigor for the results they write.
 //   - A step sees its configuration unmarked, with the strings that were marked
 //     sensitive listed in StepContext.Secrets. Redacting them is the step's duty for
 //     what it keeps and for its result message, which the journal records as it is

@@ -39,6 +39,11 @@ type Options struct {
 	// RescueDir is where journal records that could not reach the state directory
 	// go as a last resort (default os.TempDir()).
 	RescueDir string
+	// Rigor is the version and commit of the rigor that applies ("devel
+	// (3f2a9c1e0b7d)"). The plan_frozen and apply_start records and every step's
+	// StepContext carry it, so evidence names the build that produced it even when
+	// applies of one campaign ran different builds. Empty leaves it out.
+	Rigor string
 }
 
 // Event is one thing worth telling the person at the terminal.
@@ -193,7 +198,7 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 	}
 	planHash := plans.SHA256Hex(planJSON)
 	if len(j.Records()) == 0 {
-		if err := freeze(opts.StateDir, plan, reg, planJSON, planHash, j); err != nil {
+		if err := freeze(opts.StateDir, plan, reg, planJSON, planHash, opts.Rigor, j); err != nil {
 			return nil, err
 		}
 	}
@@ -225,7 +230,7 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 		return nil, err
 	}
 	prev := st.lifecycle
-	r.append(Record{Kind: KindApplyStart, Pid: os.Getpid(), Lifecycle: prev})
+	r.append(Record{Kind: KindApplyStart, Pid: os.Getpid(), Rigor: opts.Rigor, Lifecycle: prev})
 	if err := r.checkResume(); err != nil {
 		return nil, err
 	}
@@ -425,7 +430,7 @@ func (r *run) flushEvidence(sum *Summary) {
 // pinning the campaign's frozen files and every pinned input already known. The
 // plan_frozen record carries the size and sha256 of every file written under plan/,
 // so `rigor verify` can check each byte against the journal.
-func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, planHash string, j *Journal) error {
+func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, planHash, rigor string, j *Journal) error {
 	// The journal is empty, so files under plan/ are what a freeze killed before its
 	// plan_frozen record left: no record accounts for them, nothing was frozen, and
 	// they would keep every later apply from freezing.
@@ -483,7 +488,7 @@ func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, pl
 			}
 		}
 	}
-	if _, err := j.Append(Record{Kind: KindPlanFrozen, PlanSHA256: planHash, Frozen: frozen, Pinned: pinned, Pid: os.Getpid(), Artefacts: arts}); err != nil {
+	if _, err := j.Append(Record{Kind: KindPlanFrozen, PlanSHA256: planHash, Frozen: frozen, Pinned: pinned, Pid: os.Getpid(), Rigor: rigor, Artefacts: arts}); err != nil {
 		return err
 	}
 	return writeManifest(stateDir, j.Records())

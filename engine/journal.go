@@ -85,6 +85,9 @@ type Record struct {
 	Summary string         `json:"summary,omitempty"`
 	Counts  map[string]int `json:"counts,omitempty"`
 	Pid     int            `json:"pid,omitempty"`
+	// Rigor is, in plan_frozen and apply_start, the version and commit of the rigor
+	// that wrote the record (Options.Rigor).
+	Rigor string `json:"rigor,omitempty"`
 	// Pinned are the digests of inputs that must not change, as a step_start saw
 	// them (and, in plan_frozen, as the freeze saw them): "file <path>", "corpus …".
 	Pinned map[string]string `json:"pinned,omitempty"`

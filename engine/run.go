@@ -452,6 +452,7 @@ func (r *run) start(inst *plans.Instance) bool {
 		Pinned:    pinned,
 		RerunSafe: r.rerunSafe(inst),
 		Secrets:   secretsOf(cfg),
+		Rigor:     r.opts.Rigor,
 	}
 	r.running[inst.Addr] = inst
 	r.windows.started(inst.Addr, now)

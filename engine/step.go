@@ -76,6 +76,9 @@ type StepContext struct {
 	// or an earlier one, with its outputs: how a block finds the identity its arm's
 	// deploy recorded and what the previous block on the same target saw.
 	History func() []Ended
+	// Rigor is the version and commit of the rigor running the step (Options.Rigor),
+	// for the results a step writes; empty when the embedding did not say.
+	Rigor string
 }
 
 // Ended is one ended attempt as History reports it.

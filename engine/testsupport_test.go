@@ -30,6 +30,7 @@ type probe struct {
 	pinned  map[string]map[string]string // addr -> StepContext.Pinned it saw
 	history map[string][]engine.Ended    // addr -> StepContext.History() at its start
 	hooks   map[string]func()            // run synchronously inside the step of that address
+	rigor   map[string]string            // addr -> StepContext.Rigor it saw
 }
 
 // when runs fn inside the step addr, before it returns: a test changes the world
@@ -42,7 +43,8 @@ func (p *probe) when(addr string, fn func()) {
 
 func newProbe(clock *engine.FakeClock) *probe {
 	return &probe{active: map[string]int{}, overlap: map[string]bool{}, clock: clock, started: make(chan string, 100),
-		pinned: map[string]map[string]string{}, history: map[string][]engine.Ended{}, hooks: map[string]func(){}}
+		pinned: map[string]map[string]string{}, history: map[string][]engine.Ended{}, hooks: map[string]func(){},
+		rigor: map[string]string{}}
 }
 
 func (p *probe) Spec() hcldec.ObjectSpec {
@@ -97,6 +99,7 @@ func (p *probe) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	p.mu.Lock()
 	p.pinned[sc.Addr] = sc.Pinned
 	p.history[sc.Addr] = sc.History()
+	p.rigor[sc.Addr] = sc.Rigor
 	hook := p.hooks[sc.Addr]
 	p.mu.Unlock()
 	if hook != nil {
@@ -154,6 +157,9 @@ type harness struct {
 	world *world
 	reg   engine.Registry
 }
+
+// testRigor stands for the build cmd/rigor passes as Options.Rigor.
+const testRigor = "v9.9.9 (0123456789ab, modified)"
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
@@ -269,7 +275,7 @@ func diagText(diags hcl.Diagnostics) string {
 }
 
 func (h *harness) apply(ctx context.Context, p *plans.Plan) (*engine.Summary, error) {
-	return engine.Apply(ctx, p, h.reg, engine.Options{StateDir: h.state, Clock: h.clock, Log: zerolog.Nop(), Grace: 2 * time.Second})
+	return engine.Apply(ctx, p, h.reg, engine.Options{StateDir: h.state, Clock: h.clock, Log: zerolog.Nop(), Grace: 2 * time.Second, Rigor: testRigor})
 }
 
 // interruptWhen returns a context cancelled with signal as its cause once the step

@@ -1012,11 +1012,26 @@ func TestEvidenceMatchesSchemas(t *testing.T) {
 		var r engine.Record
 		_ = json.Unmarshal(sc.Bytes(), &r)
 		kinds[r.Kind] = true
+		// The records that freeze the plan and start an apply name the build.
+		if want := (r.Kind == engine.KindPlanFrozen || r.Kind == engine.KindApplyStart); want != (r.Rigor == testRigor) {
+			t.Errorf("%s record %d names rigor %q; plan_frozen and apply_start name %q, no other record does", r.Kind, r.Seq, r.Rigor, testRigor)
+		}
 		if (r.Kind == engine.KindPlanFrozen || r.Kind == engine.KindAmendment) && len(r.Artefacts) == 0 {
 			t.Errorf("%s record carries no file hashes", r.Kind)
 		}
 	}
-	for _, k := range []string{engine.KindPlanFrozen, engine.KindAmendment, engine.KindStepStart, engine.KindStepEnd, engine.KindCampaignEnd} {
+	// Every step was handed the build as well, for the results it writes.
+	fx.probe.mu.Lock()
+	for addr, v := range fx.probe.rigor {
+		if v != testRigor {
+			t.Errorf("%s saw StepContext.Rigor %q, want %q", addr, v, testRigor)
+		}
+	}
+	if len(fx.probe.rigor) == 0 {
+		t.Error("no probe step ran")
+	}
+	fx.probe.mu.Unlock()
+	for _, k := range []string{engine.KindPlanFrozen, engine.KindApplyStart, engine.KindAmendment, engine.KindStepStart, engine.KindStepEnd, engine.KindCampaignEnd} {
 		if !kinds[k] {
 			t.Errorf("the campaign wrote no %s record; the schema check would be vacuous", k)
 		}

@@ -34,7 +34,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 			ctx, stop := interruptContext(g)
 			defer stop()
 			sum, err := engine.Apply(ctx, p, steps.Registry(), engine.Options{
-				StateDir: state, Log: g.log, Observe: observer(g), Parallelism: parallelism,
+				StateDir: state, Log: g.log, Observe: observer(g), Parallelism: parallelism, Rigor: buildVersion(),
 			})
 			if err != nil {
 				var locked *engine.ErrLocked

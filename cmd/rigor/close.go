@@ -21,6 +21,9 @@ func newCloseCmd(g *globals) *cobra.Command {
 			if state == "" {
 				return &exitError{code: exitUsage, msg: "--state is required: the campaign's state directory"}
 			}
+			if reason == "" {
+				return &exitError{code: exitUsage, msg: "--reason is required: why the campaign is closed, recorded in its journal"}
+			}
 			rec, err := engine.Close(state, reason, nil)
 			if err != nil {
 				if errors.Is(err, engine.ErrCloseRefused) {

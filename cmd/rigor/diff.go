@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/spf13/cobra"
@@ -41,7 +44,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 			prop.Render(g.stdout)
 			if !record {
 				if detailed && !prop.Diff.Empty() {
-					return &exitError{code: exitUsage} // Terraform's -detailed-exitcode: 2 means changes
+					return errChanged
 				}
 				return nil
 			}
@@ -65,7 +68,49 @@ func newDiffCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&record, "record", false, "append the difference as an amendment (only if no changed step has started, and no change shapes the analysis after a measured block it affects has started)")
 	cmd.Flags().BoolVar(&postHoc, "post-hoc", false, "with --record: record an analysis-shaping change made after measured data exist, labelled post-hoc; its verdicts cannot promote")
 	cmd.Flags().StringVar(&reason, "reason", "", "why the plan changes (required with --record)")
-	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when the file matches the effective plan, 2 when it differs, 1 on errors (as terraform plan -detailed-exitcode)")
+	cmd.Flags().BoolVar(&detailed, detailedFlag, false, "exit 0 when the file matches the effective plan, 2 when it differs, 1 on errors (as terraform plan -detailed-exitcode)")
 	a.bind(cmd)
 	return cmd
+}
+
+const detailedFlag = "detailed-exitcode"
+
+// errChanged is --detailed-exitcode's "the file differs from the plan": exit 2,
+// with the diff on stdout and nothing on stderr.
+var errChanged = &exitError{code: exitUsage}
+
+// detailedExitCode gives `plan diff --detailed-exitcode` Terraform's codes, where
+// 2 means changes: every error, a bad flag or argument and a bad --log-level
+// included, exits 1. Other commands keep code.
+func detailedExitCode(cmd *cobra.Command, args []string, err error, code int) int {
+	if code != exitUsage || errors.Is(err, errChanged) || cmd == nil || !wantsDetailed(cmd, args) {
+		return code
+	}
+	return exitError1
+}
+
+// wantsDetailed reports whether the command line asked for --detailed-exitcode.
+// A bad flag stops parsing, so a flag after it is found in the raw arguments; a
+// value that is not a boolean counts as asking, since the flag was written.
+func wantsDetailed(cmd *cobra.Command, args []string) bool {
+	f := cmd.Flags().Lookup(detailedFlag)
+	if f == nil {
+		return false
+	}
+	if f.Changed {
+		return f.Value.String() == "true"
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--"+detailedFlag {
+			return true
+		}
+		if v, ok := strings.CutPrefix(a, "--"+detailedFlag+"="); ok {
+			b, err := strconv.ParseBool(v)
+			return err != nil || b
+		}
+	}
+	return false
 }

@@ -23,8 +23,10 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
-// Exit codes, documented in the README ("Exit codes") and tested in
-// testdata/script/lifecycle.txtar.
+// Exit codes, documented in the README ("Campaign lifecycle and exit codes") and
+// tested in testdata/script/lifecycle.txtar and cli.txtar. Usage (2) covers a bad
+// flag or argument for every command but `plan diff --detailed-exitcode`, where 2
+// means changes and every error is 1 (diff.go: detailedExitCode).
 const (
 	exitOK            = 0
 	exitError1        = 1
@@ -66,22 +68,21 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
 	}
+	code, msg := exitError1, err.Error()
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintln(stderr, "Error:", ee.msg)
-		}
-		return ee.code
+		code, msg = ee.code, ee.msg
+	} else if strings.HasPrefix(msg, "unknown command") {
+		code = exitUsage
 	}
-	fmt.Fprintln(stderr, "Error:", err)
-	if strings.HasPrefix(err.Error(), "unknown command") {
-		return exitUsage
+	if msg != "" {
+		fmt.Fprintln(stderr, "Error:", msg)
 	}
-	return exitError1
+	return detailedExitCode(cmd, args, err, code)
 }
 
 func newRoot(g *globals) *cobra.Command {
@@ -99,13 +100,14 @@ func newRoot(g *globals) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format on stderr: console or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &exitError{code: 2, msg: fmt.Sprintf("%v (see `%s --help`)", err, cmd.CommandPath())}
+		return &exitError{code: exitUsage, msg: fmt.Sprintf("%v (see `%s --help`)", err, cmd.CommandPath())}
 	})
 	root.AddCommand(newPlanCmd(g), newStatusCmd(g), newVerifyCmd(g), newSimCmd(g))
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))
 	}
 	refuseUnknownSubcommands(root)
+	usageArgs(root)
 	addExamples(root)
 	return root
 }
@@ -131,6 +133,24 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 			msg += fmt.Sprintf("; did you mean %q?", s[0])
 		}
 		return &exitError{code: exitUsage, msg: msg + fmt.Sprintf(" (see `%s --help`)", c.CommandPath())}
+	}
+}
+
+// usageArgs makes a missing or extra argument a usage error (exit 2) that points
+// at the command's help, as a bad flag is; cobra returns it as a plain error.
+func usageArgs(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		usageArgs(c)
+	}
+	check := cmd.Args
+	if check == nil {
+		return
+	}
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if err := check(c, args); err != nil {
+			return &exitError{code: exitUsage, msg: fmt.Sprintf("%v (see `%s --help`)", err, c.CommandPath())}
+		}
+		return nil
 	}
 }
 

@@ -101,6 +101,9 @@ type blockResult struct {
 	// what was compared without re-deriving it from a profile.
 	Model  string        `json:"model"`
 	Agents *agent.Report `json:"agents,omitempty"`
+	// Rigor is the version and commit of the rigor that ran the block
+	// (engine.StepContext.Rigor), so a result read on its own names its build.
+	Rigor string `json:"rigor,omitempty"`
 }
 
 // loadClient sends a block's requests: loadgen.Run in this process, or an
@@ -246,7 +249,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if after == nil {
 		after = gpuRes
 	}
-	br := blockResult{Result: result, Engine: t.Engine, Model: lc.Model, Names: t.Native, Agents: agents}
+	br := blockResult{Result: result, Engine: t.Engine, Model: lc.Model, Names: t.Native, Agents: agents, Rigor: sc.Rigor}
 	br.Native = nativeDeltas(sc, t, before.metrics)
 	br.Corpus = corpusInfo{Key: key, Workload: workloadName(cfg), ID: lc.CorpusID(), Requests: lc.Requests, SHA256: digest,
 		PinnedSHA256: sc.Pinned[key], RequestIDPrefix: lc.IDPrefix}

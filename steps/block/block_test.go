@@ -73,6 +73,7 @@ type blockSections struct {
 		}
 		Contradiction *string
 	}
+	Rigor          string
 	NativeCounters *promscrape.Deltas `json:"native_counters"`
 	Engine         string
 	Model          string
@@ -220,7 +221,7 @@ func runSimBlock(t *testing.T, rn *sim.Running, o blockOpts) blockRun {
 		Addr: o.addr,
 		Instance: &plans.Instance{Addr: o.addr, Type: "block", Name: "t", Meta: plans.Meta{Timeout: o.timeout, Phase: o.phase},
 			Arm: o.arm, Cell: o.instCell, Key: o.key, Keyed: o.key != ""},
-		Config: cty.ObjectVal(attrs), Campaign: "blocktest", Attempt: o.attempt, Dir: dir, Log: zerolog.Nop(),
+		Config: cty.ObjectVal(attrs), Campaign: "blocktest", Attempt: o.attempt, Dir: dir, Log: zerolog.Nop(), Rigor: testRigor,
 		Progress: func(p engine.Progress) { mu.Lock(); run.progress = append(run.progress, p); mu.Unlock() },
 		History:  func() []engine.Ended { return o.history },
 	}
@@ -319,6 +320,9 @@ func idleGate() cty.Value {
 	return cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("before_block"), "idle": cty.True, "health": cty.True})
 }
 
+// testRigor stands for the build the engine hands every step (StepContext.Rigor).
+const testRigor = "v9.9.9 (0123456789ab, modified)"
+
 func TestBlockHealthy(t *testing.T) {
 	rn := startSim(t, sim.Config{})
 	run := runSimBlock(t, rn, blockOpts{requests: 12, gates: []cty.Value{idleGate()}})
@@ -331,6 +335,9 @@ func TestBlockHealthy(t *testing.T) {
 		}
 	}
 	checkEvidence(t, run, 12)
+	if run.block.Rigor != testRigor {
+		t.Errorf("result.json names rigor %q, want the StepContext's %q", run.block.Rigor, testRigor)
+	}
 	if run.result.Outcomes[loadgen.OK] != 12 {
 		t.Errorf("outcomes %v, want 12 ok", run.result.Outcomes)
 	}

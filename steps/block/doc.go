@@ -2,7 +2,7 @@
 // checks the block's gates, scrapes native metrics before and after, sends exactly
 // `requests` deterministic streaming requests at fixed `concurrency` through the
 // loadgen client, and keeps requests.jsonl, result.json and both raw metric files as
-// evidence.
+// evidence. result.json names the rigor build that ran the block (StepContext.Rigor).
 //
 // Corpus protocol (seed 001, corpus.go): the block sends the corpus of its workload
 // (with its own corpus_seed when a matrix sets one per cell), its concurrency cell and

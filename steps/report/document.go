@@ -828,6 +828,16 @@ func (r *Report) identitiesSection(d *document) {
 			break
 		}
 	}
+	// The rigor builds that froze the plan and ran its applies, each once, in order.
+	var builds []string
+	for _, rec := range ev.records {
+		if (rec.Kind == engine.KindPlanFrozen || rec.Kind == engine.KindApplyStart) && rec.Rigor != "" && !slices.Contains(builds, rec.Rigor) {
+			builds = append(builds, rec.Rigor)
+		}
+	}
+	if len(builds) > 0 {
+		items = append(items, "rigor build: "+strings.Join(builds, "; "))
+	}
 	names, images, _ := r.targetImages()
 	for _, n := range names {
 		for _, img := range images[n] {

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestMakeBuildNamesCommit: a `make build` binary's --version names the checkout's
+// commit even under GOFLAGS=-buildvcs=false, and in a git worktree, where go build
+// alone stamps none.
+func TestMakeBuildNamesCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds rigor with make")
+	}
+	for _, tool := range []string{"make", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: %v", tool, err)
+		}
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	bin := t.TempDir()
+	mk := exec.Command("make", "-C", root, "build", "BIN="+bin)
+	mk.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -buildvcs=false"))
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	dirty, err := exec.Command("git", "-C", root, "status", "--porcelain").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := exec.Command(filepath.Join(bin, "rigor"), "--version").Output()
+	if err != nil {
+		t.Fatalf("rigor --version: %v", err)
+	}
+	want := "rigor devel (" + string(head[:12])
+	if len(dirty) > 0 {
+		want += ", modified)\n"
+	} else {
+		want += ")\n"
+	}
+	if string(got) != want {
+		t.Errorf("make build's rigor --version printed %q, want %q", got, want)
+	}
+}
