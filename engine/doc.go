@@ -12,9 +12,9 @@
 //     from the journal), signatures/ (which sign the journal's head), the lock, and
 //     report/ (derived by `rigor report`). VerifyState checks all of it and
 //     reports anything else as a stray.
-//   - A failed attempt is never re-run; after a stop-class failure, a deferral or an
-//     interrupt only always-steps start, and every other step is recorded blocked
-//     or deferred with the reason.
+//   - A failed attempt is never re-run; after a stop-class failure, a deferral, an
+//     interrupt or a hold by the caller's gate (Options.Gate) only always-steps
+//     start, and every other step is recorded blocked or deferred with the reason.
 //   - One apply per state directory at a time (flock).
 //   - The plan_frozen record and every apply_start record name the rigor build
 //     that wrote them (Options.Rigor, from cmd/rigor's buildVersion), and steps

@@ -44,6 +44,15 @@ type Options struct {
 	// StepContext carry it, so evidence names the build that produced it even when
 	// applies of one campaign ran different builds. Empty leaves it out.
 	Rigor string
+	// Gate, when set, is asked before each step other than an always-step starts,
+	// on the scheduler's goroutine: no journal record is written while it runs, so
+	// it may read the state directory. settled says whether a step has an outcome,
+	// from this apply or an earlier one. A non-empty answer holds the campaign before
+	// next, as a failed gate step would: nothing more starts, the always-steps run,
+	// and the apply ends held (cause CauseGate) with the answer in its reason; the
+	// next apply asks again. It lets a caller stop at a point the plan does not name
+	// (rigor's --hold-unresolvable stops after the pilot).
+	Gate func(next *plans.Instance, settled func(addr string) bool) string
 }
 
 // Event is one thing worth telling the person at the terminal.
@@ -109,6 +118,7 @@ const (
 	stopFailure
 	stopInterrupt
 	stopRecovery
+	stopGate
 )
 
 type runResult struct {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/rs/zerolog"
 )
 
 const header = `
@@ -450,5 +453,51 @@ step "probe" "restore" {
 	f := h.finals()["probe.restore"]
 	if f.Status != engine.StatusFailed || !strings.Contains(f.Message, "discovery.json") || !strings.Contains(f.Message, "ran and succeeded") {
 		t.Fatalf("restore record %+v should fail naming the file and say it ran", f)
+	}
+}
+
+// A gate that answers holds the campaign before the step it was asked about: the
+// always-steps still run, the held step is blocked with the answer, and the next
+// apply (whose gate lets it through) runs what was held.
+func TestGateHoldsBeforeAStepAndTheNextApplyContinues(t *testing.T) {
+	h := newHarness(t)
+	p := h.load(header + `
+step "probe" "pilot" {}
+step "probe" "candidate" { value = step.probe.pilot.value }
+step "probe" "restore" { always = true }
+`)
+	var asked []string
+	hold := func(next *plans.Instance, settled func(string) bool) string {
+		asked = append(asked, fmt.Sprintf("%s pilot-settled=%v", next.Addr, settled("probe.pilot")))
+		if next.Addr == "probe.candidate" {
+			return "the rule cannot be resolved"
+		}
+		return ""
+	}
+	sum, err := engine.Apply(context.Background(), p, h.reg, engine.Options{StateDir: h.state, Clock: h.clock, Log: zerolog.Nop(), Gate: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != engine.EndHeld || sum.Cause != engine.CauseGate || sum.Reason != "held before probe.candidate: the rule cannot be resolved" {
+		t.Fatalf("status %q cause %q reason %q, want held by the gate before probe.candidate", sum.Status, sum.Cause, sum.Reason)
+	}
+	if diff := cmp.Diff([]string{"probe.pilot pilot-settled=false", "probe.candidate pilot-settled=true"}, asked); diff != "" {
+		t.Errorf("gate asked (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"probe.pilot", "probe.restore"}, h.probe.ran()); diff != "" {
+		t.Fatalf("ran (-want +got):\n%s", diff)
+	}
+	if f := h.finals()["probe.candidate"]; f.Status != engine.StatusBlocked || f.Class != engine.ClassGate || !strings.Contains(f.Message, "the rule cannot be resolved") {
+		t.Errorf("held step: %s %s %q, want blocked by the gate", f.Status, f.Class, f.Message)
+	}
+	sum, err = h.apply(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != engine.EndCompleted {
+		t.Fatalf("second apply: %s (%s), want completed", sum.Status, sum.Reason)
+	}
+	if diff := cmp.Diff([]string{"probe.pilot", "probe.restore", "probe.candidate", "probe.restore"}, h.probe.ran()); diff != "" {
+		t.Errorf("ran (-want +got):\n%s", diff)
 	}
 }

@@ -45,6 +45,7 @@ const (
 	CauseEvidence      = "evidence_write" // evidence could not be written (disk full, EIO)
 	CauseRestoreRetry  = "restore_retried"
 	CauseOnFailureHold = "on_failure_hold"
+	CauseGate          = "gate" // Options.Gate held the campaign before a step
 )
 
 // lifecycleOf maps a campaign_end status (including those older journals wrote) to

@@ -153,6 +153,14 @@ func (r *run) schedule() error {
 			claimed = append(claimed, claimOf(inst))
 			continue
 		}
+		if !inst.Meta.Always && r.opts.Gate != nil {
+			if why := r.opts.Gate(inst, r.settled); why != "" {
+				r.stopped, r.stopCause, r.stopClass = stopGate, CauseGate, ClassGate
+				r.stopReason = "held before " + inst.Addr + ": " + why
+				r.event(Event{Kind: "note", Addr: inst.Addr, Message: r.stopReason})
+				return r.schedule()
+			}
+		}
 		if r.start(inst) {
 			claimed = append(claimed, claimOf(inst))
 		}

@@ -60,8 +60,11 @@ const (
 	LoadAPICompletions = loadgen.APICompletions
 	PrefixesUnique     = corpus.PrefixUnique
 	PrefixesRepeated   = corpus.PrefixRepeated
-	DescriptiveBelow   = loadgen.DescriptiveBelow
 )
+
+// CertifiedFrom is the sample count from which a p-percentile (0 < p < 1) is
+// certified rather than descriptive (loadgen.CertifiedFrom).
+func CertifiedFrom(p float64) int { return loadgen.CertifiedFrom(p) }
 
 // CorpusKinds lists the corpus generators.
 func CorpusKinds() []string { return corpus.Kinds() }

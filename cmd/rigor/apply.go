@@ -19,6 +19,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 	var a planArgs
 	var state string
 	var parallelism int
+	var holdUnresolvable bool
 	cmd := &cobra.Command{
 		Use:   "apply CAMPAIGN",
 		Short: "Run a campaign: freeze on first use, resume after, always restore",
@@ -33,8 +34,10 @@ func newApplyCmd(g *globals) *cobra.Command {
 			}
 			ctx, stop := interruptContext(g)
 			defer stop()
+			view := newProgressView(g)
 			sum, err := engine.Apply(ctx, p, steps.Registry(), engine.Options{
-				StateDir: state, Log: g.log, Observe: observer(g), Parallelism: parallelism, Rigor: buildVersion(),
+				StateDir: state, Log: g.log, Observe: observer(g, view), Parallelism: parallelism, Rigor: buildVersion(),
+				Gate: pilotGate(view, p, state, holdUnresolvable),
 			})
 			if err != nil {
 				var locked *engine.ErrLocked
@@ -56,6 +59,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&state, "state", "", "state directory (created on first apply)")
 	cmd.Flags().IntVar(&parallelism, "parallelism", 4, "most steps running at once; steps sharing a uses resource never overlap, and a step without uses runs alone")
+	cmd.Flags().BoolVar(&holdUnresolvable, "hold-unresolvable", false, "after the pilot, hold the campaign before any further step while the decision rule cannot be resolved with its declared repetitions, so it can be amended prospectively (`rigor plan diff --record`)")
 	a.bind(cmd)
 	return cmd
 }
@@ -176,8 +180,7 @@ func interruptContext(g *globals) (context.Context, func()) {
 // observer prints one line per step start and end to stderr, with the outage clock
 // while an outage is open, and shows live step progress through a progressView: a bar
 // per running block on a terminal, a line every 10 s otherwise.
-func observer(g *globals) func(engine.Event) {
-	view := newProgressView(g)
+func observer(g *globals, view progressView) func(engine.Event) {
 	var (
 		mu     sync.Mutex
 		outage engine.OutageView // the latest clock an event carried

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -59,7 +60,8 @@ func (benchTable) level(w io.Writer, r *benchResult, dir string) error {
 	}
 	head = append(head, "max")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-	descriptive := false
+	// marked lists the percentiles marked descriptive in some row, for the footnote.
+	var marked []float64
 	for _, row := range []struct {
 		name string
 		s    steps.LoadStats
@@ -67,9 +69,11 @@ func (benchTable) level(w io.Writer, r *benchResult, dir string) error {
 		cells := []string{row.name, strconv.Itoa(row.s.Samples), num(row.s.Mean), num(row.s.Std), num(row.s.Min)}
 		for _, p := range row.s.Percentiles {
 			c := num(p.Value)
-			if p.P >= 99 && row.s.Descriptive && row.s.Samples > 0 {
+			if p.Descriptive && row.s.Samples > 0 {
 				c += "*"
-				descriptive = true
+				if !slices.Contains(marked, p.P) {
+					marked = append(marked, p.P)
+				}
 			}
 			cells = append(cells, c)
 		}
@@ -77,8 +81,13 @@ func (benchTable) level(w io.Writer, r *benchResult, dir string) error {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
-	if descriptive {
-		fmt.Fprintf(w, "* p99 and above of fewer than %d samples: descriptive only\n", steps.DescriptiveBelow)
+	if len(marked) > 0 {
+		slices.Sort(marked)
+		var need []string
+		for _, p := range marked {
+			need = append(need, fmt.Sprintf("%d for p%s", steps.CertifiedFrom(p/100), strconv.FormatFloat(p, 'g', -1, 64)))
+		}
+		fmt.Fprintf(w, "* over fewer samples than certify the percentile (one-sided 99%%: %s): descriptive only\n", strings.Join(need, ", "))
 	}
 	if f.ITLUnresolved > 0 {
 		fmt.Fprintf(w, "ITL over %d of %d successful requests: %d streamed chunks of several tokens without per-chunk usage (--continuous-usage-stats counts each chunk's tokens)\n",

@@ -172,6 +172,7 @@ func renderCalibration(w io.Writer, r *calibrate.Report) {
 	fmt.Fprintf(w, "matched %d of %d requests with the server's truth; %d chunk-count mismatches\n\n", r.Matched, r.Requests, r.ChunkMismatches)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "client error (ms)\tn\tp50 |err|\tp99 |err|\tmax |err|\tmedian signed\t")
+	marked := false
 	for _, row := range []struct {
 		name string
 		d    calibrate.ErrorDist
@@ -179,10 +180,14 @@ func renderCalibration(w io.Writer, r *calibrate.Report) {
 		mark := ""
 		if row.d.Descriptive && row.d.Samples > 0 {
 			mark = "*"
+			marked = true
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f%s\t%.3f\t%+.3f\t\n", row.name, row.d.Samples, v0(row.d.AbsP50), v0(row.d.AbsP99), mark, v0(row.d.AbsMax), v0(row.d.SignedP50))
 	}
 	tw.Flush()
+	if marked {
+		fmt.Fprintf(w, "* p99 over fewer than the %d samples that certify it (one-sided 99%%): descriptive only\n", steps.CertifiedFrom(0.99))
+	}
 	fmt.Fprintf(w, "schedule lag: p50 %.3f ms, p99 %.3f ms (n %d)\n", v0(r.ScheduleLagMS.P50), v0(r.ScheduleLagMS.P99), r.ScheduleLagMS.Samples)
 	fmt.Fprintf(w, "CPU: %.4f s per 1,000 tokens (%.3f s for %d tokens; %s)\n", r.CPUSecondsPer1k, r.CPUSeconds, r.StreamedTokens, r.CPUScope)
 	if r.Agents != nil {

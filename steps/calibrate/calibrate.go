@@ -125,12 +125,14 @@ type ErrorDist struct {
 	AbsMax *float64 `json:"abs_max"`
 	// SignedP50 is the median signed error: positive means the client saw it later
 	// (or longer) than the server did.
-	SignedP50   *float64 `json:"signed_p50"`
-	Descriptive bool     `json:"descriptive"`
+	SignedP50 *float64 `json:"signed_p50"`
+	// Descriptive says AbsP99 is over fewer samples than certify a p99
+	// (loadgen.Descriptive); the median is certified from far fewer.
+	Descriptive bool `json:"descriptive"`
 }
 
 func errorDist(xs []float64) ErrorDist {
-	d := ErrorDist{Samples: len(xs), Descriptive: len(xs) < loadgen.DescriptiveBelow}
+	d := ErrorDist{Samples: len(xs), Descriptive: loadgen.Descriptive(0.99, len(xs))}
 	if len(xs) == 0 {
 		return d
 	}

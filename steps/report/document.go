@@ -331,7 +331,7 @@ func blockRange(bs []RowBlk, f func(RowBlk) *float64) string {
 
 func (r *Report) distributionSection(d *document) {
 	s := d.add("distributions", "Distributions and counters per cell")
-	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a p99 over fewer than the %d samples that certify it is marked %s, descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO. Failed cells carry no distribution.", stats.CertifiedMin(0.99, stats.CertifyConfidence), descMark)
+	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a percentile over fewer samples than certify it (%d for p50, %d for p95, %d for p99) is marked %s, descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO. Failed cells carry no distribution.", loadgen.CertifiedFrom(0.50), loadgen.CertifiedFrom(0.95), loadgen.CertifiedFrom(0.99), descMark)
 	t := &table{head: []string{"Cell", "n", "TTFO ms", "Visible TTFT ms", "Capacity TPOT ms", "E2E ms", "Decode tok/s", "Effective prefill tok/s", "Completion tokens"}}
 	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Plan expects", "Contradicted", "Client max concurrency", "Engine max running / waiting"}}
 	cache := r.ev.cacheByCell()
@@ -363,7 +363,7 @@ func (r *Report) distributionSection(d *document) {
 		s.p("No measured block left records.")
 		return
 	}
-	t.markLegend(fmt.Sprintf("%s descriptive: a p99 over fewer than the %d samples that certify it; it never enters a rule.", descMark, stats.CertifiedMin(0.99, stats.CertifyConfidence)))
+	t.markLegend(fmt.Sprintf("%s descriptive: a percentile over fewer samples than certify it (%d for p50, %d for p95, %d for p99); it never enters a rule.", descMark, loadgen.CertifiedFrom(0.50), loadgen.CertifiedFrom(0.95), loadgen.CertifiedFrom(0.99)))
 	s.tab(t)
 	s.p("Cache reuse below comes from the native counter deltas summed over the measured blocks and from usage.cached_tokens; engine running/waiting maxima come from the engine's own gauges read during the measured blocks (native-samples.jsonl), “not sampled” where no reading was taken. “Plan expects” is the cache state each measured block expected its corpus to find (result.json: cache.expected, from the plan's expect_cache or the corpus protocol); “Contradicted” counts the measured blocks whose counters contradicted it.")
 	s.tab(c)
@@ -435,17 +435,24 @@ func (ev *evidence) cacheByCell() map[string]*cellCache {
 	return out
 }
 
-// distText prints p50 / p95 / p99 of a distribution, the p99 marked descriptive
-// (descMark) when too few samples certify it.
+// distText prints p50 / p95 / p99 of a distribution, each marked descriptive
+// (descMark) when too few samples certify it (loadgen.Descriptive).
 func distText(d loadgen.Dist, f func(float64) string) string {
 	if d.Samples == 0 {
 		return "—"
 	}
-	p99 := f(*d.P99)
-	if d.Descriptive {
-		p99 += descMark
+	var parts []string
+	for _, q := range []struct {
+		p float64
+		v *float64
+	}{{0.50, d.P50}, {0.95, d.P95}, {0.99, d.P99}} {
+		s := f(*q.v)
+		if loadgen.Descriptive(q.p, d.Samples) {
+			s += descMark
+		}
+		parts = append(parts, s)
 	}
-	return fmt.Sprintf("%s / %s / %s", f(*d.P50), f(*d.P95), p99)
+	return strings.Join(parts, " / ")
 }
 
 // tokens prints a token count (a percentile of one may fall between two counts).

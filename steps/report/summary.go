@@ -585,8 +585,7 @@ func cellEnergy(es []*BlockEnergy) *CellEnergy {
 
 func dist(xs []float64) loadgen.Dist {
 	// loadgen.Summarise copies; sort in place instead, the slice is ours.
-	// A p99 below the count that certifies it (stats.CertifiedMin) is descriptive.
-	d := loadgen.Dist{Samples: len(xs), Descriptive: len(xs) < stats.CertifiedMin(0.99, stats.CertifyConfidence)}
+	d := loadgen.NewDist(len(xs))
 	if len(xs) == 0 {
 		return d
 	}

@@ -198,6 +198,68 @@ func TestInvalidBlockCannotSupportAVerdict(t *testing.T) {
 	}
 }
 
+// TestCountMismatchFailsValidity: a block whose client prompt-token count or
+// finish-reason counts disagree with the engine's own counters fails its counts
+// check; the comparison is then ineligible, the cell's validity shows the block
+// failed, and the report prints the reason.
+func TestCountMismatchFailsValidity(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func(nd map[string]any)
+		want string
+	}{
+		// The client counted 169,026 prompt tokens; 1.5 times that is no rounding.
+		"prompt tokens": {func(nd map[string]any) { nd["prompt_tokens"] = nd["prompt_tokens"].(float64) * 1.5 },
+			"candidate/c2/r2 fails validity: counts: prompt tokens client 169,026 / native 253,539"},
+		// The client saw 22 requests end by length and none by stop; the engine says
+		// one of them stopped.
+		"finish reason": {func(nd map[string]any) {
+			fr := nd["request_success_by_finished_reason"].(map[string]any)
+			fr["length"], fr["stop"] = 21.0, 1.0
+		}, "candidate/c2/r2 fails validity: counts: finish stop client 0 / native 1; finish length client 22 / native 21"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyDir(t, filepath.Join("testdata", "states", "verdict-faster"), dir)
+			p := filepath.Join(dir, "attempts", "block.primary", "candidate", "c2", "r2", "1", "native-deltas.json")
+			var nd map[string]any
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &nd); err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(nd)
+			b, _ = json.Marshal(nd)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Build(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := r.Summary.Promotion.Comparisons[0]
+			if c.Eligible || !strings.Contains(c.Ineligible, tc.want) {
+				t.Fatalf("ineligible %q, want it to contain %q", c.Ineligible, tc.want)
+			}
+			if v := r.Summary.Statistics.Validity; v.BlocksFailed != 1 {
+				t.Errorf("validity %+v, want one failed block", v)
+			}
+			out := t.TempDir()
+			if _, err := r.Write(Options{State: dir, Out: out, Format: "md"}); err != nil {
+				t.Fatal(err)
+			}
+			md, err := os.ReadFile(filepath.Join(out, "report.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(md), tc.want) {
+				t.Errorf("report.md does not print %q", tc.want)
+			}
+		})
+	}
+}
+
 // TestRuleMetrics: a percentile below its certified count never enters a rule; an
 // energy rule compares joules per output token block by block.
 func TestRuleMetrics(t *testing.T) {

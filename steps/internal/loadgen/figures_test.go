@@ -67,17 +67,18 @@ func TestDescribe(t *testing.T) {
 		// p90 = x[6] + 0.3(x[7] − x[6]) = 7.6, p99 = 7 + 0.93·2 = 8.86.
 		"textbook std": {[]float64{9, 2, 4, 4, 4, 5, 5, 7}, []float64{50, 90, 99}, Stats{
 			Samples: 8, Mean: v(5), Std: v(2), Min: v(2), Max: v(9), Descriptive: true,
-			Percentiles: []PercentileValue{{50, v(4.5)}, {90, v(7.6)}, {99, v(8.86)}},
+			Percentiles: []PercentileValue{{50, v(4.5), true}, {90, v(7.6), true}, {99, v(8.86), true}},
 		}},
 		"single sample": {[]float64{3}, []float64{50, 99}, Stats{
 			Samples: 1, Mean: v(3), Std: v(0), Min: v(3), Max: v(3), Descriptive: true,
-			Percentiles: []PercentileValue{{50, v(3)}, {99, v(3)}},
+			Percentiles: []PercentileValue{{50, v(3), true}, {99, v(3), true}},
 		}},
-		"no samples": {nil, []float64{50}, Stats{Samples: 0, Descriptive: true, Percentiles: []PercentileValue{{50, nil}}}},
-		// 1..100: p50 50.5, p95 95.05, p99.9 99.901; 100 samples are not descriptive.
+		"no samples": {nil, []float64{50}, Stats{Samples: 0, Descriptive: true, Percentiles: []PercentileValue{{50, nil, true}}}},
+		// 1..100: p50 50.5, p95 95.05, p99.9 99.901; 100 samples certify the p50 (from
+		// 11) but neither the p95 (130) nor the p99.9 (6,636).
 		"1..100": {seq(100), []float64{50, 95, 99.9}, Stats{
-			Samples: 100, Mean: v(50.5), Std: v(math.Sqrt((100*100 - 1) / 12.0)), Min: v(1), Max: v(100),
-			Percentiles: []PercentileValue{{50, v(50.5)}, {95, v(95.05)}, {99.9, v(99.901)}},
+			Samples: 100, Mean: v(50.5), Std: v(math.Sqrt((100*100 - 1) / 12.0)), Min: v(1), Max: v(100), Descriptive: true,
+			Percentiles: []PercentileValue{{50, v(50.5), false}, {95, v(95.05), true}, {99.9, v(99.901), true}},
 		}},
 	}
 	for name, tc := range cases {

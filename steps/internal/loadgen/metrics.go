@@ -1,8 +1,12 @@
 package loadgen
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
+	"sync"
+
+	"github.com/rigor-bench/rigor/steps/internal/stats"
 )
 
 // This file is the one place where every block figure is defined (STYLE habit 21).
@@ -14,9 +18,52 @@ import (
 // PercentileMethod names the percentile estimator used everywhere in this package.
 const PercentileMethod = "linear interpolation between closest ranks (Hyndman-Fan type 7, NumPy default)"
 
-// DescriptiveBelow is the sample count under which a distribution is flagged
-// descriptive (seed 000: a C1 p99 over 52 requests is descriptive only).
-const DescriptiveBelow = 100
+// Descriptive reports whether the p-percentile (0 < p < 1) of n samples is
+// descriptive only: n is below the count that certifies it at one-sided
+// stats.CertifyConfidence (stats.CertifiedMin, MLPerf LoadGen's early stopping: 11
+// for p50, 130 for p95, 662 for p99). It is the one rule behind every descriptive
+// mark: result.json, rigor bench, rigor calibrate and the report.
+func Descriptive(p float64, n int) bool {
+	return n < CertifiedFrom(p)
+}
+
+var (
+	certifiedMu   sync.Mutex
+	certifiedSeen = map[float64]int{}
+)
+
+// CertifiedFrom is the sample count from which the p-percentile (0 < p < 1) is
+// certified: stats.CertifiedMin at stats.CertifyConfidence, cached because the
+// search for p99.9 walks thousands of counts and a bench asks per cell.
+func CertifiedFrom(p float64) int {
+	certifiedMu.Lock()
+	defer certifiedMu.Unlock()
+	n, ok := certifiedSeen[p]
+	if !ok {
+		n = stats.CertifiedMin(p, stats.CertifyConfidence)
+		certifiedSeen[p] = n
+	}
+	return n
+}
+
+// distPercentiles are the percentiles a Dist carries, by name.
+var distPercentiles = []struct {
+	name string
+	p    float64
+}{{"p50", 0.50}, {"p95", 0.95}, {"p99", 0.99}}
+
+// NewDist is the Dist of n samples before its values are filled in: which of its
+// percentiles are descriptive (Descriptive).
+func NewDist(n int) Dist {
+	d := Dist{Samples: n, DescriptivePercentiles: []string{}}
+	for _, q := range distPercentiles {
+		if Descriptive(q.p, n) {
+			d.DescriptivePercentiles = append(d.DescriptivePercentiles, q.name)
+		}
+	}
+	d.Descriptive = len(d.DescriptivePercentiles) > 0
+	return d
+}
 
 // TTFOMillis is the time to first output token of any kind:
 //
@@ -198,11 +245,23 @@ func SlotSecondsPerRequest(wallS float64, requests, concurrency int) float64 {
 
 // Dist is a percentile summary. Values are null when there are no samples.
 type Dist struct {
-	Samples     int      `json:"samples"`
-	P50         *float64 `json:"p50"`
-	P95         *float64 `json:"p95"`
-	P99         *float64 `json:"p99"`
-	Descriptive bool     `json:"descriptive"` // samples < DescriptiveBelow
+	Samples int      `json:"samples"`
+	P50     *float64 `json:"p50"`
+	P95     *float64 `json:"p95"`
+	P99     *float64 `json:"p99"`
+	// Descriptive is true when any of the three is descriptive (Descriptive);
+	// DescriptivePercentiles names them ("p50", "p95", "p99").
+	Descriptive            bool     `json:"descriptive"`
+	DescriptivePercentiles []string `json:"descriptive_percentiles"`
+}
+
+// MarshalJSON writes the descriptive marks as the samples make them (NewDist),
+// whatever the struct holds: a Dist built by hand cannot claim other marks.
+func (d Dist) MarshalJSON() ([]byte, error) {
+	type plain Dist
+	m := NewDist(d.Samples)
+	d.Descriptive, d.DescriptivePercentiles = m.Descriptive, m.DescriptivePercentiles
+	return json.Marshal(plain(d))
 }
 
 // Percentile is the type-7 estimate of quantile q (0..1) of sorted xs:
@@ -223,7 +282,7 @@ func Percentile(sorted []float64, q float64) float64 {
 
 // Summarise returns the percentile summary of xs (xs is not modified).
 func Summarise(xs []float64) Dist {
-	d := Dist{Samples: len(xs), Descriptive: len(xs) < DescriptiveBelow}
+	d := NewDist(len(xs))
 	if len(xs) == 0 {
 		return d
 	}
@@ -429,22 +488,26 @@ type Stats struct {
 	Min         *float64          `json:"min"`
 	Max         *float64          `json:"max"`
 	Percentiles []PercentileValue `json:"percentiles"`
-	Descriptive bool              `json:"descriptive"` // samples < DescriptiveBelow
+	Descriptive bool              `json:"descriptive"` // some percentile is descriptive
 }
 
-// PercentileValue is one percentile p (0..100) of a Stats.
+// PercentileValue is one percentile p (0..100) of a Stats; Descriptive when the
+// samples are fewer than certify it (Descriptive).
 type PercentileValue struct {
-	P     float64  `json:"p"`
-	Value *float64 `json:"value"`
+	P           float64  `json:"p"`
+	Value       *float64 `json:"value"`
+	Descriptive bool     `json:"descriptive"`
 }
 
 // Describe summarises xs (not modified) with the percentiles ps (each 0..100).
 //
 //	mean = Σx / n;  std = sqrt(Σ(x − mean)² / n)
 func Describe(xs []float64, ps []float64) Stats {
-	st := Stats{Samples: len(xs), Descriptive: len(xs) < DescriptiveBelow, Percentiles: make([]PercentileValue, len(ps))}
+	st := Stats{Samples: len(xs), Percentiles: make([]PercentileValue, len(ps))}
 	for i, p := range ps {
 		st.Percentiles[i].P = p
+		st.Percentiles[i].Descriptive = Descriptive(p/100, len(xs))
+		st.Descriptive = st.Descriptive || st.Percentiles[i].Descriptive
 	}
 	if len(xs) == 0 {
 		return st

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -73,16 +74,47 @@ func TestPercentiles(t *testing.T) {
 			if d.Samples != len(tc.xs) || !near(*d.P50, tc.p50) || !near(*d.P95, tc.p95) || !near(*d.P99, tc.p99) {
 				t.Errorf("got n=%d p50 %v p95 %v p99 %v; want %v %v %v", d.Samples, *d.P50, *d.P95, *d.P99, tc.p50, tc.p95, tc.p99)
 			}
-			if d.Descriptive != (len(tc.xs) < 100) {
-				t.Errorf("descriptive = %v with %d samples", d.Descriptive, len(tc.xs))
+			if !d.Descriptive {
+				t.Errorf("%d samples certify every percentile; a p99 needs 662", len(tc.xs))
 			}
 		})
 	}
 	if d := Summarise(nil); d.Samples != 0 || d.P50 != nil || !d.Descriptive {
 		t.Errorf("empty: %+v, want null percentiles", d)
 	}
-	if !Summarise(seq(99)).Descriptive || Summarise(seq(100)).Descriptive {
-		t.Error("descriptive must flip exactly at 100 samples")
+}
+
+// TestDescriptivePerPercentile: each percentile is descriptive below its own
+// certified count (stats.CertifiedMin at 99%: 11 for p50, 130 for p95, 662 for
+// p99), not below one count for the whole distribution. By hand for p95 at n = 129
+// and 130: 0.95^n + n·0.05·0.95^(n−1) = 0.01042 and 0.00997 against 0.01.
+func TestDescriptivePerPercentile(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []string
+	}{
+		{0, []string{"p50", "p95", "p99"}},
+		{10, []string{"p50", "p95", "p99"}},
+		{11, []string{"p95", "p99"}},
+		{88, []string{"p95", "p99"}},
+		{129, []string{"p95", "p99"}},
+		{130, []string{"p99"}},
+		{661, []string{"p99"}},
+		{662, []string{}},
+	} {
+		d := Summarise(seq(tc.n))
+		if !slices.Equal(d.DescriptivePercentiles, tc.want) || d.Descriptive != (len(tc.want) > 0) {
+			t.Errorf("n=%d: descriptive %v %v, want %v", tc.n, d.Descriptive, d.DescriptivePercentiles, tc.want)
+		}
+	}
+	st := Describe(seq(88), []float64{50, 90, 95, 99})
+	for i, want := range []bool{false, false, true, true} {
+		if st.Percentiles[i].Descriptive != want {
+			t.Errorf("Describe over 88: p%v descriptive %v, want %v (p90 is certified from 64)", st.Percentiles[i].P, st.Percentiles[i].Descriptive, want)
+		}
+	}
+	if !st.Descriptive {
+		t.Error("Describe over 88: some percentile is descriptive, so the stats are")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -507,5 +508,37 @@ func TestOnStartComesBeforeTheFirstRequest(t *testing.T) {
 	}
 	if calls != 1 || seenAtStart != 0 || reached.Load() != 6 {
 		t.Fatalf("OnStart called %d time(s) with %d request(s) already at the server; want once, before any (server saw %d in all)", calls, seenAtStart, reached.Load())
+	}
+}
+
+// A block of 88 successes certifies its TTFT p50 (from 11 samples) but not its p95
+// (130) or p99 (662): result.json names exactly those two as descriptive.
+func TestResultMarksEachPercentileDescriptive(t *testing.T) {
+	srv := server(t, script(roleChunk, contentChunk("a"), contentChunk("b"), finishChunk("stop"), usageChunk(190, 2), doneEvent))
+	cfg := testConfig(srv.URL)
+	cfg.Concurrency, cfg.Requests = 8, 88
+	res, err := Run(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Successes struct {
+			TTFT struct {
+				Samples     int      `json:"samples"`
+				Descriptive bool     `json:"descriptive"`
+				Which       []string `json:"descriptive_percentiles"`
+			} `json:"ttft_ms"`
+		} `json:"successes"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	d := doc.Successes.TTFT
+	if d.Samples != 88 || !d.Descriptive || !slices.Equal(d.Which, []string{"p95", "p99"}) {
+		t.Errorf("ttft_ms: %d samples, descriptive %v %v; want 88, true [p95 p99]", d.Samples, d.Descriptive, d.Which)
 	}
 }

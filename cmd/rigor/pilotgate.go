@@ -1,0 +1,56 @@
+package main
+
+import (
+	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps/report"
+)
+
+// pilotGate is apply's engine gate (engine.Options.Gate). Once every pilot step has
+// settled, before the next step starts, it logs what the pilot says the design can
+// resolve (the lines rigor status prints) so an unresolvable rule is seen before any
+// candidate traffic. With hold it also holds the campaign there while the rule
+// cannot be resolved and can still be amended prospectively. Nil when the plan has
+// no pilot: there is no point after which to tell.
+func pilotGate(view progressView, p *plans.Plan, state string, hold bool) func(*plans.Instance, func(string) bool) string {
+	var pilots []string
+	for _, in := range p.Instances {
+		if in.Meta.Phase == "pilot" {
+			pilots = append(pilots, in.Addr)
+		}
+	}
+	if len(pilots) == 0 {
+		return nil
+	}
+	told := false
+	return func(next *plans.Instance, settled func(string) bool) string {
+		if told || next.Meta.Phase == "pilot" {
+			return ""
+		}
+		for _, a := range pilots {
+			if !settled(a) {
+				return ""
+			}
+		}
+		told = true
+		l := view.logger()
+		est, err := report.PowerFromState(state)
+		switch {
+		case err != nil:
+			l.Warn().Msg("after the pilot: the minimum detectable effect was not estimated: " + err.Error())
+			return ""
+		case est == nil:
+			return "" // no decision rule: nothing to resolve
+		}
+		for _, line := range est.Lines() {
+			if est.Flag != "" && line == "FLAG: "+est.Flag {
+				l.Warn().Msg(line)
+				continue
+			}
+			l.Info().Msg(line)
+		}
+		if hold && !est.Resolvable && !est.CandidateStarted && est.RuleLockedBy == "" {
+			return est.Flag + "; --hold-unresolvable holds the campaign here, before any candidate traffic: amend the rule and apply again, or apply without --hold-unresolvable to run it as declared"
+		}
+		return ""
+	}
+}
