@@ -57,6 +57,7 @@ var readValues = map[string]map[string]cty.Value{
 		"finished_reason_label":       cty.StringVal("why"),
 		"requests_aborted_metric":     cty.StringVal("x_ab"),
 		"deployment":                  cty.StringVal("d1"),
+		"statefulset":                 cty.StringVal("s1"),
 		"kube_container":              cty.StringVal("server"),
 		"replicas":                    cty.NumberIntVal(2),
 	},
