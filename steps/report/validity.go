@@ -63,11 +63,12 @@ func (v *BlockValidity) failed() []string {
 	return out
 }
 
-// checkE2E holds one visible success to E2E ≈ TTFO + TPOT·(n-1). With capacity
-// TPOT = (last token - first output)/(n - 1), the difference is end - last token:
-// what the stream sent after its last token.
+// checkE2E holds one visible success to E2E ≈ TTFO + TPOT·(n-1), with E2E measured to
+// the end of the stream ([DONE]). With capacity TPOT = (last token - first
+// output)/(n - 1), the difference is end - last token: what the stream sent after its
+// last token. (E2E to the last token would make the identity hold by construction.)
 func (s *blockStats) checkE2E(r loadgen.Record) {
-	e2e, ok1 := loadgen.E2EMillis(r)
+	e2e, ok1 := loadgen.StreamEndMillis(r)
 	ttfo, ok2 := loadgen.TTFOMillis(r)
 	tpot, ok3 := loadgen.TPOTMillis(r)
 	if !ok1 || !ok2 || !ok3 || r.Usage == nil || r.Usage.CompletionTokens < 2 {

@@ -260,6 +260,38 @@ func TestCountMismatchFailsValidity(t *testing.T) {
 	}
 }
 
+// TestStreamTailFailsE2E: a stream that ends 400 ms after its last token (a server
+// that holds [DONE] back) breaks E2E = TTFO + TPOT·(n-1); the block fails validity
+// and the comparison is ineligible, saying by how much.
+func TestStreamTailFailsE2E(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "states", "verdict-faster"), dir)
+	p := filepath.Join(dir, "attempts", "block.primary", "candidate", "c2", "r2", "1", "requests.jsonl")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["end_at_ms"] = rec["last_token_at_ms"].(float64) + 400
+	first, _ := json.Marshal(rec)
+	lines[0] = string(first)
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "e2e_identity: 1 of 21 requests off by more than 2 ms or 2.00%; largest difference 400.000 ms"
+	if c := r.Summary.Promotion.Comparisons[0]; c.Eligible || !strings.Contains(c.Ineligible, want) {
+		t.Fatalf("ineligible %q, want it to contain %q", c.Ineligible, want)
+	}
+}
+
 // TestRuleMetrics: a percentile below its certified count never enters a rule; an
 // energy rule compares joules per output token block by block.
 func TestRuleMetrics(t *testing.T) {
