@@ -393,6 +393,10 @@ func TestPodKilledDuringBlock(t *testing.T) {
 	if !strings.Contains(blk.Message, "sim-candidate") {
 		t.Errorf("the failure must name the deployment: %s", blk.Message)
 	}
+	// The pod's statuses are gone with it; the cluster's events say why it went.
+	if !strings.Contains(blk.Message, "the cluster reported Killing on pod sim-candidate-") {
+		t.Errorf("the failure must say what the cluster reported about the deleted pod: %s", blk.Message)
+	}
 	rst := restoredAfter(t, recs, blk)
 	if o, d := outputs(t, rst), outputs(t, end(t, recs, "deploy.incumbent")); o["image_id"] != d["image_id"] {
 		t.Errorf("restored image %v, deployed %v", o["image_id"], d["image_id"])

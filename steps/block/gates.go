@@ -269,7 +269,12 @@ func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.
 		r = engine.Failed(engine.ClassIdentity, "container %s stopped during the block: %s with exit code %d (incarnation %s ended)", t.Container, id.Status, id.ExitCode, before.incarnation)
 	case t.Runtime != target.RuntimeDocker:
 		// kubernetes: the incarnation is the set of (pod UID, restart count), so a
-		// restarted container or a replaced pod is a new one above.
+		// restarted container or a replaced pod is a new one above; the cluster's
+		// events about the pods can still say one was stopped, evicted or preempted.
+		if f, _ := kubeEvents(ctx, t, before.incarnation, before.checkedAt, "during the block"); f != nil {
+			r = engine.Failed(f.class, "%s", f.message)
+			return &r
+		}
 		return nil
 	default:
 		// Inspect cannot see an OOM kill of a process inside a container that runs on,
@@ -279,6 +284,9 @@ func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.
 			return &r
 		}
 		return nil
+	}
+	if t.Runtime == target.RuntimeKubernetes {
+		r.Message += kubeEventNote(ctx, t, before.incarnation, before.checkedAt)
 	}
 	return &r
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/kube"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -99,8 +100,16 @@ func checkHeld(ctx context.Context, sc *engine.StepContext, t target.Target, now
 		}
 		compared = append(compared, h.addr)
 		if ch := h.seen.Changes(now); len(ch) > 0 {
-			return compared, &identityFinding{engine.ClassIdentity, fmt.Sprintf("container %s is not the one %s recorded: %s",
-				t.Container, h.addr, strings.Join(ch, "; "))}
+			msg := fmt.Sprintf("container %s is not the one %s recorded: %s", t.Container, h.addr, strings.Join(ch, "; "))
+			if t.Runtime == target.RuntimeKubernetes {
+				msg += kubeEventNote(ctx, t, h.seen.Incarnation, h.checkedAt)
+			}
+			return compared, &identityFinding{engine.ClassIdentity, msg}
+		}
+	}
+	if latest != nil && t.Runtime == target.RuntimeKubernetes && !latest.checkedAt.IsZero() {
+		if f, _ := kubeEvents(ctx, t, latest.seen.Incarnation, latest.checkedAt, "since "+latest.addr); f != nil {
+			return compared, f
 		}
 	}
 	if latest != nil && t.Runtime == target.RuntimeDocker {
@@ -136,6 +145,62 @@ func dockerEvents(ctx context.Context, t target.Target, since time.Time, window 
 	}
 	return nil
 }
+
+// kubeEvents turns what the cluster reported about the pods of an incarnation since a
+// moment into a finding: a pod whose containers were stopped, that was evicted,
+// preempted or crash-looping stopped serving ("restart"; "oom" when the node's OOM
+// killer says so). It also returns every event it read.
+func kubeEvents(ctx context.Context, t target.Target, incarnation string, since time.Time, window string) (*identityFinding, []kube.Event) {
+	evs, err := target.KubePodEvents(ctx, t, incarnation, since)
+	if err != nil {
+		return nil, nil
+	}
+	var bad []string
+	class := engine.ClassRestart
+	for _, e := range evs {
+		if e.Disruptive() {
+			bad = append(bad, e.String())
+			if e.Reason == "OOMKilling" {
+				class = engine.ClassOOM
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil, evs
+	}
+	return &identityFinding{class, fmt.Sprintf("the cluster reported %s %s", strings.Join(bad, "; "), window)}, evs
+}
+
+// kubeEventNote is what the cluster reported about the pods of an incarnation since
+// a moment, as a clause to add to a failure that the pods' statuses found: why the
+// pod went away, which statuses of its replacement cannot say. The kubelet posts its
+// events a moment after it acts (seen on the test cluster: a deleted pod's Killing
+// came after its replacement was running), so it waits up to eventsSettle for one.
+func kubeEventNote(ctx context.Context, t target.Target, incarnation string, since time.Time) string {
+	deadline := time.Now().Add(eventsSettle)
+	for {
+		evs, err := target.KubePodEvents(ctx, t, incarnation, since)
+		if err != nil {
+			return fmt.Sprintf("; the cluster's events could not be read: %v", err)
+		}
+		var said []string
+		for _, e := range evs {
+			if e.Type == "Warning" || e.Disruptive() {
+				said = append(said, e.String())
+			}
+		}
+		if len(said) > 0 {
+			return "; the cluster reported " + strings.Join(said, "; ")
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return ""
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// eventsSettle bounds the wait for the events that explain a failure.
+const eventsSettle = 5 * time.Second
 
 func eventClass(action string) engine.FailureClass {
 	switch action {

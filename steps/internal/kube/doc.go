@@ -11,7 +11,8 @@
 // Docker image ID of an image loaded from Docker), restart counts and node names. The
 // incarnation is the sorted set of (pod UID, restart count): a pod that restarts, is
 // killed and replaced, or is rescheduled makes a new one. Pods (Pod) are kept beside
-// it as evidence.
+// it as evidence. PodEvents reads what the cluster reported about an incarnation's
+// pods (Killing, Evicted, Preempted, BackOff), which explains a pod that is gone.
 //
 // Deploy takes out of service every other workload of the namespace that serves the
 // target's port (a container port or host port equal to the endpoint's), after

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/kube"
@@ -92,4 +93,14 @@ func WaitHealthyKube(ctx context.Context, t Target, c *kube.Cluster) error {
 		}
 		return nil
 	})
+}
+
+// KubePodEvents lists what the cluster reported about the pods of an incarnation of
+// the target's workload since a moment, oldest first.
+func KubePodEvents(ctx context.Context, t Target, incarnation string, since time.Time) ([]kube.Event, error) {
+	c, err := Kube(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return c.PodEvents(ctx, incarnation, since)
 }
