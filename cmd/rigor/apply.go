@@ -59,7 +59,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&state, "state", "", "state directory (created on first apply)")
 	cmd.Flags().IntVar(&parallelism, "parallelism", 4, "most steps running at once; steps sharing a uses resource never overlap, and a step without uses runs alone")
-	cmd.Flags().BoolVar(&holdUnresolvable, "hold-unresolvable", false, "after the pilot, hold the campaign before any further step while the decision rule cannot be resolved with its declared repetitions, so it can be amended prospectively (`rigor plan diff --record`)")
+	cmd.Flags().BoolVar(&holdUnresolvable, "hold-unresolvable", false, "after the pilot, hold the campaign before any further step while the decision rule cannot be resolved with its declared repetitions, so it can be amended prospectively with rigor plan diff --record")
 	a.bind(cmd)
 	return cmd
 }
