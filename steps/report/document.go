@@ -772,31 +772,14 @@ func (r *Report) closureSection(d *document) {
 			in.Addr, e.Status, path, orDash(rc.Action), orDash(rc.Outcome), passed, len(rc.Checks), short(rc.Container.ID), orDash(rc.Container.ImageID))
 		s.list(failed)
 	}
-	o := ev.plan.Campaign.Outage
-	var begin, end *engine.Record
-	for i := range ev.outage {
-		if ev.outage[i].Kind == engine.KindOutageBegin && begin == nil {
-			begin = &ev.outage[i]
-		}
-		if ev.outage[i].Kind == engine.KindOutageEnd {
-			end = &ev.outage[i]
-		}
-	}
-	switch {
-	case begin == nil:
+	switch ws := r.Summary.OutageWindows; len(ws) {
+	case 0:
 		s.p("No outage was opened.")
-	case end == nil:
-		s.p("The outage opened by %s at %s has no end record: the incumbent was not verified restored.", begin.Step, begin.Time.UTC().Format("2006-01-02T15:04:05Z"))
+	case 1:
+		s.p("%s", outageLines(ws)[0])
 	default:
-		within := "within"
-		if o != nil && end.ElapsedS > o.BudgetS {
-			within = "over"
-		}
-		budget := "no budget declared"
-		if o != nil {
-			budget = fmt.Sprintf("%s s budget with %s s reserved for restore", fmtF(o.BudgetS, 0), fmtF(o.ReserveS, 0))
-		}
-		s.p("Outage opened by %s and closed by %s after %s s, %s the %s.", begin.Step, end.Step, fmtF(end.ElapsedS, 3), within, budget)
+		s.p("%d outage windows: a held campaign that is continued opens a new window with its own budget.", len(ws))
+		s.list(outageLines(ws))
 	}
 	if ev.ended != nil {
 		s.p("Campaign end record: %s %s.", ev.ended.Status, strings.TrimSpace(firstLine(ev.ended.Message)))

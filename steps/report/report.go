@@ -81,6 +81,7 @@ func Build(stateDir string) (*Report, error) {
 		s.Coverage.ByStatus[st]++
 	}
 	s.Diagnostics = ev.diagnostics()
+	s.OutageWindows = ev.outageWindows()
 	s.Integrity = append([]string{}, ev.problems...)
 	return r, nil
 }

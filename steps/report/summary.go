@@ -44,6 +44,9 @@ type Summary struct {
 	Promotion        Verdict     `json:"promotion"`
 	Integrity        []string    `json:"integrity_problems"`
 	Coverage         CoverageSum `json:"coverage"`
+	// OutageWindows lists every outage window of the journal, in the order they
+	// opened (outage.go).
+	OutageWindows []OutageWindow `json:"outage_windows"`
 	// Diagnostics analyses the plan's trace and nsys captures (diagnostics.go);
 	// absent when the plan has none.
 	Diagnostics *Diagnostics `json:"diagnostics,omitempty"`
