@@ -344,17 +344,22 @@ func (ev *evidence) diagnostics() *Diagnostics {
 		d.NsightCaptures = append(d.NsightCaptures, ev.nsightCapture(c))
 	}
 	// A block any capture's window intersected was observed: it is never an
-	// unprofiled block.
+	// unprofiled block, and never clean data (markObserved).
 	observed := map[string]bool{}
-	for _, c := range d.TraceCaptures {
-		if c.Overlap.OverlapS > 0 {
-			observed[c.Overlap.Block] = true
+	mark := func(capture string, o Overlap) {
+		if o.OverlapS <= 0 {
+			return
+		}
+		observed[o.Block] = true
+		if b := ev.blockByAddr(o.Block); b != nil && !slices.Contains(b.observedBy, capture) {
+			b.observedBy = append(b.observedBy, capture)
 		}
 	}
+	for _, c := range d.TraceCaptures {
+		mark(c.Step, c.Overlap)
+	}
 	for _, c := range d.NsightCaptures {
-		if c.Overlap.OverlapS > 0 {
-			observed[c.Overlap.Block] = true
-		}
+		mark(c.Step, c.Overlap)
 	}
 	for i := range d.NsightCaptures {
 		c := &d.NsightCaptures[i]

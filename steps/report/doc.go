@@ -16,6 +16,10 @@
 //   - Cells come from the effective plan (plan/plan.json with its amendments): every
 //     matrix cell (arm × concurrency; the matrix fixes workload and context) has a row,
 //     run or not, with a disposition: accepted, failed, blocked, deferred or pending.
+//   - A measured block a trace or nsys capture ran during (its overlap.json) is
+//     observed, not clean data (observed.go): it never enters a verdict or a drift
+//     figure; it leaves its cell's figures when the cell has unobserved blocks, and
+//     otherwise the cell's figures are labelled as taken under observation.
 //   - Priming blocks never enter a cell's statistics. Every failed request stays in
 //     its denominator. A cell with any failed request or failed block is withheld
 //     from ranking and from the decision rule, and carries no headline figure.

@@ -32,6 +32,9 @@ func (r *Report) document(charts []chart) *document {
 	t.rows = append(t.rows, []string{"Evidence", fmt.Sprintf("%d cells required: %d accepted, %d failed, %d blocked, %d deferred, %d pending. %d blocks with records; %s/%s requests produced visible output including priming; measured repetitions %s/%s. %d priming requests are excluded from every figure.",
 		st.RequiredCells, st.AcceptedCells, st.FailedCells, st.BlockedCells, st.DeferredCells, st.PendingCells, st.Blocks,
 		fmtInt(st.SucceededRequests), fmtInt(st.AttemptedRequests), fmtInt(st.MeasuredSucceeded), fmtInt(st.MeasuredAttempted), st.RequestsNotInStatistics)})
+	if n := observedExcluded(s.Rows); n > 0 {
+		t.rows[len(t.rows)-1][1] += fmt.Sprintf(" %d measured block(s) a capture ran during are excluded from their cells' figures.", n)
+	}
 	t.rows = append(t.rows, []string{"Decision", s.Promotion.Verdict + "."})
 	card.tab(t)
 
@@ -288,6 +291,16 @@ func (r *Report) measuredSection(d *document) {
 	}
 	s.tab(t)
 	s.list(notes)
+	var observed []string
+	for _, row := range r.Summary.Rows {
+		if row.Observed != nil {
+			observed = append(observed, row.CellID+": "+row.Observed.Note+".")
+		}
+	}
+	if len(observed) > 0 {
+		s.p("Blocks a trace or nsys capture ran during (its overlap.json) are not clean data:")
+		s.list(observed)
+	}
 	if anyFailed {
 		s.p("No overall winner: at least one arm has a failed cell, so no ranking is computed and survivors are not substituted into a winning score.")
 	} else {

@@ -134,6 +134,11 @@ type blockRef struct {
 	stats    *blockStats
 	gpu      []gpuSample
 	cfg      map[string]any
+	// observedBy names the capture steps whose window intersected the block's load
+	// (their overlap.json): an observed block is never clean data. excluded says it
+	// is kept out of its cell's figures, because the cell has unobserved blocks.
+	observedBy []string
+	excluded   bool
 }
 
 // blockCache is the part of a block's result.json cache section the report shows.
@@ -375,8 +380,16 @@ func (b *blockRef) population() []*attemptRef {
 // retried reports whether the block has more than one attempt.
 func (b *blockRef) retried() bool { return len(b.attempts) > 1 }
 
-// measured reports whether the block enters its cell's statistics.
+// measured reports whether the block is a measured repetition (not priming).
 func (b *blockRef) measured() bool { return b.Phase != "priming" && b.Repetition > 0 }
+
+// inStatistics reports whether the block enters its cell's figures: a measured
+// block, unless a capture observed it and the cell has unobserved blocks.
+func (b *blockRef) inStatistics() bool { return b.measured() && !b.excluded }
+
+// clean reports whether the block is a measured block no capture observed: only
+// such blocks enter a verdict.
+func (b *blockRef) clean() bool { return b.measured() && len(b.observedBy) == 0 }
 
 // artefact returns the journal's record of a file of the settling attempt.
 func (b *blockRef) artefact(name string) (engine.Artefact, bool) {

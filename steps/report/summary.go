@@ -158,11 +158,13 @@ type Row struct {
 	Energy             *CellEnergy `json:"energy,omitempty"`
 	// Tails are distribution-free 95% intervals for p90/p95/p99 of TTFT, TPOT and
 	// E2E, each with the sample count that certifies it.
-	Tails            map[string][]stats.QuantileBound `json:"tails,omitempty"`
-	Validity         *RowValidity                     `json:"validity,omitempty"`
-	Retries          []string                         `json:"retries,omitempty"`
-	Artefacts        []ArtefactRef                    `json:"artefacts,omitempty"`
-	FailedRequestIDs []string                         `json:"failed_request_ids,omitempty"`
+	Tails    map[string][]stats.QuantileBound `json:"tails,omitempty"`
+	Validity *RowValidity                     `json:"validity,omitempty"`
+	Retries  []string                         `json:"retries,omitempty"`
+	// Observed is absent when no capture ran during a measured block of the cell.
+	Observed         *RowObserved  `json:"observed,omitempty"`
+	Artefacts        []ArtefactRef `json:"artefacts,omitempty"`
+	FailedRequestIDs []string      `json:"failed_request_ids,omitempty"`
 }
 
 // RowValidity sums the validity of a cell's measured block attempts.
@@ -205,6 +207,8 @@ type RowBlk struct {
 	TTFTp50          *float64 `json:"ttft_ms_p50"`
 	TPOTp50          *float64 `json:"tpot_ms_p50"`
 	InStatistics     bool     `json:"in_statistics"`
+	// ObservedBy names the captures that ran during the block (overlap.json).
+	ObservedBy []string `json:"observed_by,omitempty"`
 	// Retry is true for an attempt after the block's first: both stay in the
 	// population. Missing counts declared requests the attempt left no record of.
 	Retry    bool           `json:"retry,omitempty"`
@@ -358,6 +362,7 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 	row := Row{CellID: c.Key, Blocks: []RowBlk{}}
 	row.Disposition, row.Reason = disposition(c, ev.ended != nil)
 	row.Plan = ev.rowPlan(c)
+	row.Observed = rowObserved(c)
 	var vals [nMetrics][]float64
 	var prompts []float64
 	attempted, ok, maxConc, nBlocks := 0, 0, 0, 0
@@ -373,15 +378,15 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 	valid := &RowValidity{Failed: []string{}}
 	for _, b := range c.Blocks {
 		if len(b.attempts) == 0 {
-			row.Blocks = append(row.Blocks, RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.measured(), Status: Pending})
+			row.Blocks = append(row.Blocks, RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.inStatistics(), Status: Pending})
 			continue
 		}
 		if b.retried() {
 			row.Retries = append(row.Retries, blockLabel(b)+": "+attemptsLine(b))
 		}
 		for i, a := range b.attempts {
-			rb := RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.measured(), Attempt: a.N,
-				Retry: i > 0, Missing: a.Missing, Validity: a.validity, Energy: a.energy, Status: "open"}
+			rb := RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.inStatistics(), Attempt: a.N,
+				ObservedBy: b.observedBy, Retry: i > 0, Missing: a.Missing, Validity: a.validity, Energy: a.energy, Status: "open"}
 			if a.End != nil {
 				rb.Status, rb.Class = string(a.End.Status), string(a.End.Class)
 			}
@@ -398,7 +403,7 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 				}
 			}
 			row.Blocks = append(row.Blocks, rb)
-			if !b.measured() || st == nil {
+			if !b.inStatistics() || st == nil {
 				continue
 			}
 			// Every attempt's records are the cell's population.
