@@ -39,6 +39,11 @@
 //   - requests.jsonl is streamed: only the per-request figures the report needs are
 //     kept (float64 per figure per visible success), so a million records fit well
 //     under a GiB. Percentiles are exact (type 7, loadgen.Percentile).
+//   - Same work for every arm (corpus.go): each block row carries the corpus digest
+//     its result.json recorded, and each concurrency cell of a matrix says whether
+//     every arm sent the identical corpus, repetition by repetition (seed 003's
+//     prompt_reconstruction). A recorded difference between compared arms makes the
+//     comparison ineligible; evidence without digests establishes nothing.
 //   - Each artefact read is hashed while it is read; a hash that differs from the
 //     journal's is reported, never silently used.
 //   - The first screen (firstscreen.go, before any heading) says what was compared

@@ -831,6 +831,42 @@ func (r *Report) identitiesSection(d *document) {
 		}
 	}
 	s.list(items)
+	if pr := r.Summary.PromptReconstruction; pr != nil {
+		s.p("Corpus per cell: same work for every arm. %s", pr.Scope)
+		t := &table{head: []string{"Matrix", "C", "Arms", "Corpus sha256", "Same across arms"}}
+		for _, cc := range pr.Cells {
+			var arms, digests []string
+			shared := cc.Identical != nil && *cc.Identical
+			for _, a := range cc.Arms {
+				arms = append(arms, a.Arm)
+				d := strings.Join(a.SHA256, ", ")
+				switch {
+				case len(a.SHA256) == 0 && a.Missing > 0:
+					d = fmt.Sprintf("none recorded (%d attempt(s))", a.Missing)
+				case len(a.SHA256) == 0:
+					d = "—"
+				case a.Missing > 0:
+					d += fmt.Sprintf(" (%d attempt(s) without a digest)", a.Missing)
+				}
+				if !shared {
+					d = a.Arm + ": " + d
+				}
+				if !slices.Contains(digests, d) {
+					digests = append(digests, d)
+				}
+			}
+			verdict := cc.Statement
+			switch {
+			case cc.Identical == nil:
+			case *cc.Identical:
+				verdict = "yes"
+			default:
+				verdict = "no: " + strings.TrimPrefix(cc.Statement, "the arms did not send the identical corpus ")
+			}
+			t.rows = append(t.rows, []string{cc.Matrix, fmt.Sprint(cc.Concurrency), strings.Join(arms, ", "), strings.Join(digests, "; "), verdict})
+		}
+		s.tab(t)
+	}
 	if len(r.Summary.Integrity) == 0 {
 		s.p("Every requests.jsonl read for this report hashed to the sha256 the journal recorded, and the journal's hash chain verified. `rigor verify` re-hashes every artefact.")
 	} else {

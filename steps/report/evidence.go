@@ -98,6 +98,7 @@ type evidence struct {
 	outage       []engine.Record          // outage_begin / outage_end records
 	startTime    map[string]engine.Record // step_start of the settling attempt
 	problems     []string                 // integrity problems met while reading
+	corpora      map[string]*CorpusCell   // matrix/cN: the arms' corpus digests
 	gpuSamples   []gpuSample
 }
 
@@ -147,6 +148,12 @@ type blockCache struct {
 	Contradiction *string `json:"contradiction"`
 }
 
+// blockCorpus is the part of a block's result.json corpus section the report shows.
+type blockCorpus struct {
+	Key    string `json:"key"`
+	SHA256 string `json:"sha256"`
+}
+
 // attemptRef is one attempt of a block: attempts/<step>/<n>/.
 type attemptRef struct {
 	N     int
@@ -166,6 +173,9 @@ type attemptRef struct {
 	// cache is result.json's cache state: what the block expected its corpus to find
 	// and how the counters contradicted it (nil in evidence from before it was kept).
 	cache *blockCache
+	// corpus is result.json's corpus identity and digest (nil in evidence from
+	// before it was kept).
+	corpus *blockCorpus
 	// Declared is the request count the block declared (plan, result.json or another
 	// attempt); Missing of them left no record and count as cancelled failures.
 	Declared int

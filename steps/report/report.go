@@ -85,6 +85,7 @@ func (ev *evidence) build() *Report {
 	for i := range s.Rows {
 		r.rows[s.Rows[i].CellID] = &s.Rows[i]
 	}
+	s.PromptReconstruction = ev.promptReconstruction()
 	s.Statistics = ev.statistics(s.Rows)
 	s.Promotion = ev.decide(r.rows)
 	ev.verdictStatistics(&s.Statistics, s.Promotion)

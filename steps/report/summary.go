@@ -50,6 +50,9 @@ type Summary struct {
 	// Diagnostics analyses the plan's trace and nsys captures (diagnostics.go);
 	// absent when the plan has none.
 	Diagnostics *Diagnostics `json:"diagnostics,omitempty"`
+	// PromptReconstruction says per concurrency cell whether every arm sent the
+	// identical corpus (corpus.go); absent when the plan has no matrix.
+	PromptReconstruction *PromptReconstruction `json:"prompt_reconstruction,omitempty"`
 }
 
 // CoverageSum counts the plan's steps by their latest status.
@@ -207,6 +210,8 @@ type RowBlk struct {
 	TTFTp50          *float64 `json:"ttft_ms_p50"`
 	TPOTp50          *float64 `json:"tpot_ms_p50"`
 	InStatistics     bool     `json:"in_statistics"`
+	// CorpusSHA256 is the digest of the prompts the attempt rendered (result.json).
+	CorpusSHA256 string `json:"corpus_sha256,omitempty"`
 	// ObservedBy names the captures that ran during the block (overlap.json).
 	ObservedBy []string `json:"observed_by,omitempty"`
 	// Retry is true for an attempt after the block's first: both stay in the
@@ -389,6 +394,9 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 				ObservedBy: b.observedBy, Retry: i > 0, Missing: a.Missing, Validity: a.validity, Energy: a.energy, Status: "open"}
 			if a.End != nil {
 				rb.Status, rb.Class = string(a.End.Status), string(a.End.Class)
+			}
+			if a.corpus != nil {
+				rb.CorpusSHA256 = a.corpus.SHA256
 			}
 			st := a.stats
 			if st != nil {
