@@ -39,6 +39,10 @@
 //   - requests.jsonl is streamed: only the per-request figures the report needs are
 //     kept (float64 per figure per visible success), so a million records fit well
 //     under a GiB. Percentiles are exact (type 7, loadgen.Percentile).
+//   - The cache (cache.go): each cell says what its measured blocks expected, how
+//     many the counters contradicted, where its first block found the cache, and
+//     every attempt that started from another arm's cache, naming the arm and block;
+//     priming blocks' contradictions are listed apart, never counted as measured.
 //   - Same work for every arm (corpus.go): each block row carries the corpus digest
 //     its result.json recorded, and each concurrency cell of a matrix says whether
 //     every arm sent the identical corpus, repetition by repetition (seed 003's

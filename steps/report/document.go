@@ -346,8 +346,7 @@ func (r *Report) distributionSection(d *document) {
 	s := d.add("distributions", "Distributions and counters per cell")
 	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a p99 over fewer than the %d samples that certify it is marked %s, descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO. Failed cells carry no distribution.", stats.CertifiedMin(0.99, stats.CertifyConfidence), descMark)
 	t := &table{head: []string{"Cell", "n", "TTFO ms", "Visible TTFT ms", "Capacity TPOT ms", "E2E ms", "Decode tok/s", "Effective prefill tok/s", "Completion tokens"}}
-	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Plan expects", "Contradicted", "Client max concurrency", "Engine max running / waiting"}}
-	cache := r.ev.cacheByCell()
+	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Plan expects", "Contradicted", "Cache at start", "Client max concurrency", "Engine max running / waiting"}}
 	for _, row := range r.Summary.Rows {
 		if row.Timing == nil {
 			continue
@@ -369,7 +368,7 @@ func (r *Report) distributionSection(d *document) {
 			cached = fmtInt(int(*n.CachedTokens))
 		}
 		c.rows = append(c.rows, []string{row.CellID, pt, fmtPtr(n.PrefixCacheQueries, func(x float64) string { return fmtInt(int(x)) }),
-			fmtPtr(n.PrefixCacheHits, func(x float64) string { return fmtInt(int(x)) }), hr, cached, cache[row.CellID].expectedText(), cache[row.CellID].contradictedText(),
+			fmtPtr(n.PrefixCacheHits, func(x float64) string { return fmtInt(int(x)) }), hr, cached, row.Cache.expectedText(), row.Cache.contradictedText(), row.Cache.startText(row.Plan.Arm),
 			fmt.Sprint(row.Concurrency.ClientObservedMax), engineMaxText(row.Concurrency)})
 	}
 	if len(t.rows) == 0 {
@@ -378,74 +377,32 @@ func (r *Report) distributionSection(d *document) {
 	}
 	t.markLegend(fmt.Sprintf("%s descriptive: a p99 over fewer than the %d samples that certify it; it never enters a rule.", descMark, stats.CertifiedMin(0.99, stats.CertifyConfidence)))
 	s.tab(t)
-	s.p("Cache reuse below comes from the native counter deltas summed over the measured blocks and from usage.cached_tokens; engine running/waiting maxima come from the engine's own gauges read during the measured blocks (native-samples.jsonl), “not sampled” where no reading was taken. “Plan expects” is the cache state each measured block expected its corpus to find (result.json: cache.expected, from the plan's expect_cache or the corpus protocol); “Contradicted” counts the measured blocks whose counters contradicted it.")
+	s.p("Cache reuse below comes from the native counter deltas summed over the measured blocks and from usage.cached_tokens; engine running/waiting maxima come from the engine's own gauges read during the measured blocks (native-samples.jsonl), “not sampled” where no reading was taken. “Plan expects” is the cache state each measured block expected its corpus to find (result.json: cache.expected, from the plan's expect_cache or the corpus protocol); “Contradicted” counts the measured blocks whose counters contradicted it. “Cache at start” is where the cell's first block found the cache (result.json: cache.start): reset by the block, a fresh server, carried over from the arm's own blocks, or inherited from another arm's blocks on the same container, named with the block it came from.")
 	s.tab(c)
-	var contradictions []string
+	var contradictions, inherited []string
 	for _, row := range r.Summary.Rows {
-		if cc := cache[row.CellID]; cc != nil && cc.first != "" {
-			contradictions = append(contradictions, fmt.Sprintf("%s: %s (%s).", row.CellID, cc.first, cc.firstBlock))
+		cc := row.Cache
+		if cc == nil {
+			continue
+		}
+		if cc.FirstContradiction != "" {
+			contradictions = append(contradictions, fmt.Sprintf("%s: %s (%s).", row.CellID, cc.FirstContradiction, cc.FirstContradictionBlock))
+		}
+		for _, p := range cc.PrimingContradictions {
+			contradictions = append(contradictions, fmt.Sprintf("%s, priming: %s.", row.CellID, strings.TrimSuffix(p, ".")))
+		}
+		for _, in := range cc.Inherited {
+			inherited = append(inherited, fmt.Sprintf("%s: %s attempt %d started from the cache of %s, not from a state of its own.", row.CellID, in.Block, in.Attempt, in.text()))
 		}
 	}
 	if len(contradictions) > 0 {
-		s.p("Where the counters contradict the plan, the first block's words:")
+		s.p("Where the counters contradict the plan, the first measured block's words, and every priming block's:")
 		s.list(contradictions)
 	}
-}
-
-// cellCache is what a cell's measured block attempts said of the prefix cache.
-type cellCache struct {
-	expected          []string // distinct, in run order
-	blocks, contrary  int
-	first, firstBlock string // the first contradiction and the block that recorded it
-}
-
-func (c *cellCache) expectedText() string {
-	if c == nil || len(c.expected) == 0 {
-		return "not recorded"
+	if len(inherited) > 0 {
+		s.p("Arms that inherited another arm's cache (no reset before their block; the server had served the other arm):")
+		s.list(inherited)
 	}
-	return strings.Join(c.expected, ", ")
-}
-
-func (c *cellCache) contradictedText() string {
-	if c == nil || c.blocks == 0 {
-		return "—"
-	}
-	if c.contrary == 0 {
-		return "none"
-	}
-	return fmt.Sprintf("%d of %d blocks", c.contrary, c.blocks)
-}
-
-// cacheByCell gathers, per matrix cell, the cache state every measured block attempt
-// recorded in result.json.
-func (ev *evidence) cacheByCell() map[string]*cellCache {
-	out := map[string]*cellCache{}
-	for _, b := range ev.blocks {
-		if b.Matrix == "" || !b.measured() {
-			continue
-		}
-		for _, a := range b.attempts {
-			if a.cache == nil {
-				continue
-			}
-			c := out[b.CellKey]
-			if c == nil {
-				c = &cellCache{}
-				out[b.CellKey] = c
-			}
-			c.blocks++
-			if a.cache.Expected != "" && !slices.Contains(c.expected, a.cache.Expected) {
-				c.expected = append(c.expected, a.cache.Expected)
-			}
-			if a.cache.Contradiction != nil {
-				c.contrary++
-				if c.first == "" {
-					c.first, c.firstBlock = *a.cache.Contradiction, b.Addr
-				}
-			}
-		}
-	}
-	return out
 }
 
 // distText prints p50 / p95 / p99 of a distribution, the p99 marked descriptive

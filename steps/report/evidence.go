@@ -146,6 +146,16 @@ type blockRef struct {
 type blockCache struct {
 	Expected      string  `json:"expected"`
 	Contradiction *string `json:"contradiction"`
+	// Start is where the block's cache state came from (nil in evidence from before
+	// it was kept).
+	Start *struct {
+		State       string `json:"state"`
+		CarriedFrom *struct {
+			Addr string `json:"addr"`
+			Arm  string `json:"arm"`
+		} `json:"carried_from"`
+		InheritedFromOtherArm bool `json:"inherited_from_other_arm"`
+	} `json:"start"`
 }
 
 // blockCorpus is the part of a block's result.json corpus section the report shows.

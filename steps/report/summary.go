@@ -164,6 +164,9 @@ type Row struct {
 	Tails    map[string][]stats.QuantileBound `json:"tails,omitempty"`
 	Validity *RowValidity                     `json:"validity,omitempty"`
 	Retries  []string                         `json:"retries,omitempty"`
+	// Cache is what the cell's blocks recorded of the prefix cache (cache.go);
+	// absent in evidence from before blocks recorded it.
+	Cache *RowCache `json:"cache,omitempty"`
 	// Observed is absent when no capture ran during a measured block of the cell.
 	Observed         *RowObserved  `json:"observed,omitempty"`
 	Artefacts        []ArtefactRef `json:"artefacts,omitempty"`
@@ -368,6 +371,7 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 	row.Disposition, row.Reason = disposition(c, ev.ended != nil)
 	row.Plan = ev.rowPlan(c)
 	row.Observed = rowObserved(c)
+	row.Cache = cellCache(c)
 	var vals [nMetrics][]float64
 	var prompts []float64
 	attempted, ok, maxConc, nBlocks := 0, 0, 0, 0
