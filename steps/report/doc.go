@@ -16,8 +16,9 @@
 //   - Cells come from the effective plan (plan/plan.json with its amendments): every
 //     matrix cell (arm × concurrency; the matrix fixes workload and context) has a row,
 //     run or not, with a disposition: accepted, failed, blocked, deferred or pending.
-//   - A measured block a trace or nsys capture ran during (its overlap.json) is
-//     observed, not clean data (observed.go): it never enters a verdict or a drift
+//   - A measured block a trace or nsys capture ran during (its overlap.json, or its
+//     UTC window against the block's anchors on the same container) is observed,
+//     not clean data (observed.go): it never enters a verdict or a drift
 //     figure; it leaves its cell's figures when the cell has unobserved blocks, and
 //     otherwise the cell's figures are labelled as taken under observation.
 //   - Priming blocks never enter a cell's statistics. Every failed request stays in

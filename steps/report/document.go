@@ -298,7 +298,7 @@ func (r *Report) measuredSection(d *document) {
 		}
 	}
 	if len(observed) > 0 {
-		s.p("Blocks a trace or nsys capture ran during (its overlap.json) are not clean data:")
+		s.p("Blocks a trace or nsys capture ran during (its overlap.json, or its UTC window on the same container) are not clean data:")
 		s.list(observed)
 	}
 	if anyFailed {

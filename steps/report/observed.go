@@ -5,8 +5,11 @@ import (
 	"strings"
 )
 
-// Observed blocks (issue 12): a block a trace or nsys capture ran during, as its
-// overlap.json shows, was measured under an observer and is not clean data.
+// Observed blocks (issue 12): a block a trace or nsys capture ran during was
+// measured under an observer and is not clean data. The evidence is the capture's
+// overlap.json (the block it declared with during), or its UTC window (the trace's
+// frames, the nsys step's run) intersecting a block attempt's anchors on the same
+// container: a capture that overlapped a block by coincidence observed it too.
 //
 //   - It never enters a verdict or a drift figure (decision.go skips it and names it).
 //   - In a cell that also has unobserved blocks with records, it is excluded from the

@@ -3,6 +3,9 @@ package report
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 )
 
 // observe marks blocks of a checked-in state as observed by a capture, as
@@ -78,7 +81,7 @@ func TestObservedBlockLeavesFiguresAndVerdict(t *testing.T) {
 	}
 	md := string(r.document(nil).markdown())
 	for _, s := range []string{
-		"Blocks a trace or nsys capture ran during (its overlap.json) are not clean data:",
+		"Blocks a trace or nsys capture ran during (its overlap.json, or its UTC window on the same container) are not clean data:",
 		`- primary/candidate/c2: a capture ran during r2 (` + r2 + `) observed by trace.under_load: excluded from this cell's figures, which are over its unobserved blocks; an observed block never enters a verdict.`,
 		"1 measured block(s) a capture ran during are excluded from their cells' figures.",
 	} {
@@ -121,5 +124,35 @@ func TestObservedCellKeepsLabelledFigures(t *testing.T) {
 	}
 	if n := observedExcluded(r.Summary.Rows); n != 0 {
 		t.Errorf("%d blocks counted as excluded; the cell's figures are over them", n)
+	}
+}
+
+// A capture that overlapped a block it did not declare (no during, so no
+// overlap.json names the block) still observed it: its UTC window against the block
+// attempt's anchors on the same container says so. Blocks on another container, and
+// blocks that ended before the capture began, were not observed.
+func TestBlocksWithinCaptureWindow(t *testing.T) {
+	at := func(s string) time.Time { x, _ := time.Parse(time.RFC3339, s); return x }
+	blk := func(addr, container, from, to string) *blockRef {
+		res := &loadgen.Result{Anchors: &loadgen.Anchors{Before: loadgen.Anchor{UTC: at(from)}, After: loadgen.Anchor{UTC: at(to)}}}
+		return &blockRef{Addr: addr, Target: map[string]any{"name": "t-" + container, "container": container}, attempts: []*attemptRef{{N: 1, result: res}}}
+	}
+	ev := &evidence{blocks: []*blockRef{
+		blk("block.prime", "inc", "2026-11-30T10:00:00Z", "2026-11-30T10:01:00Z"),    // the capture starts 43 s into it
+		blk("block.before", "inc", "2026-11-30T09:00:00Z", "2026-11-30T09:59:00Z"),   // ended before
+		blk("block.other", "cand", "2026-11-30T10:00:00Z", "2026-11-30T10:02:00Z"),   // another container
+		blk("block.touching", "inc", "2026-11-30T10:01:44Z", "2026-11-30T10:03:00Z"), // starts as the capture ends
+		{Addr: "block.pending", Target: map[string]any{"container": "inc"}, attempts: []*attemptRef{{N: 1}}},
+	}}
+	capture := &instanceDoc{Addr: "trace.coincidence", Config: map[string]any{"target": map[string]any{"name": "t-inc", "container": "inc"}}}
+	var got []string
+	for _, b := range ev.blocksWithin(capture, "2026-11-30T10:00:43Z", "2026-11-30T10:01:44Z") {
+		got = append(got, b.Addr)
+	}
+	if len(got) != 1 || got[0] != "block.prime" {
+		t.Errorf("observed %v, want [block.prime]", got)
+	}
+	if ev.blocksWithin(capture, "not a time", "2026-11-30T10:01:44Z") != nil || ev.blocksWithin(&instanceDoc{}, "2026-11-30T10:00:43Z", "2026-11-30T10:01:44Z") != nil {
+		t.Error("a capture without a window or a target observed blocks")
 	}
 }
