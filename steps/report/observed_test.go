@@ -84,6 +84,7 @@ func TestObservedBlockLeavesFiguresAndVerdict(t *testing.T) {
 		"Blocks a trace or nsys capture ran during (its overlap.json, or its UTC window on the same container) are not clean data:",
 		`- primary/candidate/c2: a capture ran during r2 (` + r2 + `) observed by trace.under_load: excluded from this cell's figures, which are over its unobserved blocks; an observed block never enters a verdict.`,
 		"1 measured block(s) a capture ran during are excluded from their cells' figures.",
+		"| " + r2 + " (observed by trace.under_load) | candidate | 2 | 2 | 1 |",
 	} {
 		if !strings.Contains(md, s) {
 			t.Errorf("report.md lacks %q", s)
