@@ -18,9 +18,9 @@
 //     run or not, with a disposition: accepted, failed, blocked, deferred or pending.
 //   - A measured block a trace or nsys capture ran during (its overlap.json, or its
 //     UTC window against the block's anchors on the same container) is observed,
-//     not clean data (observed.go): it never enters a verdict or a drift
-//     figure; it leaves its cell's figures when the cell has unobserved blocks, and
-//     otherwise the cell's figures are labelled as taken under observation.
+//     not clean data (observed.go): it never enters a verdict or a drift figure; it
+//     leaves its cell's figures when the cell has unobserved blocks, and otherwise
+//     the cell's figures are labelled as taken under observation.
 //   - Priming blocks never enter a cell's statistics. Every failed request stays in
 //     its denominator. A cell with any failed request or failed block is withheld
 //     from ranking and from the decision rule, and carries no headline figure.
@@ -40,6 +40,8 @@
 //   - requests.jsonl is streamed: only the per-request figures the report needs are
 //     kept (float64 per figure per visible success), so a million records fit well
 //     under a GiB. Percentiles are exact (type 7, loadgen.Percentile).
+//   - Closure lists every outage window of the journal (outage.go): a held campaign
+//     continued later has several, each with its opener, closer, time and budget.
 //   - The cache (cache.go): each cell says what its measured blocks expected, how
 //     many the counters contradicted, where its first block found the cache, and
 //     every attempt that started from another arm's cache, naming the arm and block;

@@ -215,7 +215,7 @@ type RowBlk struct {
 	InStatistics     bool     `json:"in_statistics"`
 	// CorpusSHA256 is the digest of the prompts the attempt rendered (result.json).
 	CorpusSHA256 string `json:"corpus_sha256,omitempty"`
-	// ObservedBy names the captures that ran during the block (overlap.json).
+	// ObservedBy names the captures that ran during the block (observed.go).
 	ObservedBy []string `json:"observed_by,omitempty"`
 	// Retry is true for an attempt after the block's first: both stay in the
 	// population. Missing counts declared requests the attempt left no record of.
