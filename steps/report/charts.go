@@ -274,7 +274,7 @@ func (r *Report) throughputChart() (chart, bool, error) {
 					continue
 				}
 				for _, b := range c.Blocks {
-					if b.measured() && b.stats != nil && b.stats.WallS() > 0 {
+					if b.inStatistics() && b.stats != nil && b.stats.WallS() > 0 {
 						xs = append(xs, b.stats.AggregateTokS())
 					}
 				}
@@ -339,7 +339,7 @@ func (r *Report) distChart(name, title, unit string, metric int) (chart, bool, e
 					continue
 				}
 				for _, b := range c.Blocks {
-					if b.measured() && b.stats != nil {
+					if b.inStatistics() && b.stats != nil {
 						xs = append(xs, b.stats.vals[metric]...)
 					}
 				}

@@ -91,6 +91,17 @@ type CellFigure struct {
 	Repetitions    []int     `json:"repetitions"`
 	Values         []float64 `json:"values"`
 	Mean           *float64  `json:"mean"`
+	// Excluded lists the measured blocks a capture observed: never in a verdict.
+	Excluded []string `json:"excluded_observed,omitempty"`
+}
+
+// excludedText says which observed blocks the figure left out, for a reason that
+// counts repetitions.
+func (f *CellFigure) excludedText() string {
+	if f == nil || len(f.Excluded) == 0 {
+		return ""
+	}
+	return " (observed blocks never enter a verdict: " + strings.Join(f.Excluded, "; ") + ")"
 }
 
 // Drift is the relative change of a metric between the incumbent arms before and
@@ -343,6 +354,16 @@ func (ev *evidence) compare(rule *decisionRule, role, sel string, threshold floa
 		}
 		c.Drift = ev.drift(rule.Matrix, rule.BaselineArm, v.DriftArm, conc, k, rule.PrimaryMetric, v.MaxDrift)
 	}
+	// Same work for every arm: a recorded difference of corpus voids the comparison.
+	if cc := ev.corpora[fmt.Sprintf("%s/c%d", rule.Matrix, conc)]; cc != nil {
+		arms := []string{rule.BaselineArm, rule.CandidateArm}
+		if v.DriftArm != "" {
+			arms = append(arms, v.DriftArm)
+		}
+		if same, known, differ := cc.same(arms...); known && !same {
+			why = append(why, "the compared arms did not send the identical corpus ("+differ+")")
+		}
+	}
 	if len(why) > 0 {
 		c.Ineligible = strings.Join(why, "; ")
 		return c
@@ -381,7 +402,7 @@ func (ev *evidence) compare(rule *decisionRule, role, sel string, threshold floa
 		c.Pairs = append(c.Pairs, p)
 	}
 	if len(c.Pairs) < k {
-		c.Ineligible = fmt.Sprintf("%d of the %d matched repetitions are present in every arm", len(c.Pairs), k)
+		c.Ineligible = fmt.Sprintf("%d of the %d matched repetitions are present in every arm%s%s%s", len(c.Pairs), k, c.Baseline.excludedText(), c.Candidate.excludedText(), c.After.excludedText())
 		return c
 	}
 	gains := make([]float64, len(c.Pairs))
@@ -457,6 +478,10 @@ func (ev *evidence) figure(matrix, arm string, conc, k int, metric string, rows 
 		if !b.measured() || a == nil || a.stats == nil || len(f.Values) == k {
 			continue
 		}
+		if !b.clean() {
+			f.Excluded = append(f.Excluded, observedLabel(b))
+			continue
+		}
 		if a.validity != nil && !a.validity.OK {
 			why = append(why, fmt.Sprintf("%s fails validity: %s", blockName(b), strings.Join(a.validity.failed(), "; ")))
 			continue
@@ -471,7 +496,7 @@ func (ev *evidence) figure(matrix, arm string, conc, k int, metric string, rows 
 		sum += x
 	}
 	if len(f.Values) < k {
-		why = append(why, fmt.Sprintf("%s has %d of the %d matched repetitions required", cell.Key, len(f.Values), k))
+		why = append(why, fmt.Sprintf("%s has %d of the %d matched repetitions required%s", cell.Key, len(f.Values), k, f.excludedText()))
 	} else {
 		m := sum / float64(len(f.Values))
 		f.Mean = &m
@@ -508,7 +533,7 @@ func (ev *evidence) drift(matrix, before, after string, conc, k int, metric stri
 		m := map[int]float64{}
 		for _, b := range c.Blocks {
 			a := b.settling()
-			if !b.measured() || a == nil || a.stats == nil {
+			if !b.clean() || a == nil || a.stats == nil {
 				continue
 			}
 			if x, bad := blockMetric(a, metric); bad == "" {

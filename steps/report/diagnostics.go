@@ -344,16 +344,38 @@ func (ev *evidence) diagnostics() *Diagnostics {
 		d.NsightCaptures = append(d.NsightCaptures, ev.nsightCapture(c))
 	}
 	// A block any capture's window intersected was observed: it is never an
-	// unprofiled block.
+	// unprofiled block, and never clean data (markObserved). The evidence is the
+	// capture's overlap.json (the block it was declared to run during), or its UTC
+	// window against the block attempts' anchors on the same container, for a
+	// capture that overlapped a block it did not declare.
 	observed := map[string]bool{}
-	for _, c := range d.TraceCaptures {
-		if c.Overlap.OverlapS > 0 {
-			observed[c.Overlap.Block] = true
+	mark := func(capture string, b *blockRef) {
+		if b == nil {
+			return
+		}
+		observed[b.Addr] = true
+		if !slices.Contains(b.observedBy, capture) {
+			b.observedBy = append(b.observedBy, capture)
 		}
 	}
-	for _, c := range d.NsightCaptures {
+	for i, c := range d.TraceCaptures {
 		if c.Overlap.OverlapS > 0 {
-			observed[c.Overlap.Block] = true
+			mark(c.Step, ev.blockByAddr(c.Overlap.Block))
+		}
+		if c.Window != nil {
+			for _, b := range ev.blocksWithin(traces[i].in, c.Window.StartUTC, c.Window.EndUTC) {
+				mark(c.Step, b)
+			}
+		}
+	}
+	for i, c := range d.NsightCaptures {
+		if c.Overlap.OverlapS > 0 {
+			mark(c.Step, ev.blockByAddr(c.Overlap.Block))
+		}
+		if c.StepWindow != nil {
+			for _, b := range ev.blocksWithin(nsight[i].in, c.StepWindow.Start, c.StepWindow.End) {
+				mark(c.Step, b)
+			}
 		}
 	}
 	for i := range d.NsightCaptures {
@@ -581,6 +603,45 @@ func (ev *evidence) overhead(row NsightCapture, observed map[string]bool) (*Over
 		note = "the noise is not estimable: fewer than two unprofiled blocks of the same arm, concurrency, corpus and incarnation"
 	}
 	return o, note
+}
+
+// blocksWithin lists the blocks on the capture's container (its target's name when
+// no container is named) whose attempt window (result.json anchors) intersects the
+// capture's UTC window for a positive time.
+func (ev *evidence) blocksWithin(capture *instanceDoc, start, end string) []*blockRef {
+	cs, err1 := time.Parse(time.RFC3339Nano, start)
+	ce, err2 := time.Parse(time.RFC3339Nano, end)
+	if err1 != nil || err2 != nil || !ce.After(cs) {
+		return nil
+	}
+	where := func(t map[string]any) string {
+		if c := text(t["container"]); c != "" {
+			return "container " + c
+		}
+		return "target " + text(t["name"])
+	}
+	tg, _ := capture.Config["target"].(map[string]any)
+	if tg == nil {
+		return nil
+	}
+	on := where(tg)
+	var out []*blockRef
+	for _, b := range ev.blocks {
+		if where(b.Target) != on {
+			continue
+		}
+		for _, a := range b.attempts {
+			if a.result == nil || a.result.Anchors == nil {
+				continue
+			}
+			bs, be := a.result.Anchors.Before.UTC, a.result.Anchors.After.UTC
+			if be.After(cs) && ce.After(bs) {
+				out = append(out, b)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func (ev *evidence) blockByAddr(addr string) *blockRef {

@@ -16,6 +16,11 @@
 //   - Cells come from the effective plan (plan/plan.json with its amendments): every
 //     matrix cell (arm × concurrency; the matrix fixes workload and context) has a row,
 //     run or not, with a disposition: accepted, failed, blocked, deferred or pending.
+//   - A measured block a trace or nsys capture ran during (its overlap.json, or its
+//     UTC window against the block's anchors on the same container) is observed,
+//     not clean data (observed.go): it never enters a verdict or a drift figure; it
+//     leaves its cell's figures when the cell has unobserved blocks, and otherwise
+//     the cell's figures are labelled as taken under observation.
 //   - Priming blocks never enter a cell's statistics. Every failed request stays in
 //     its denominator. A cell with any failed request or failed block is withheld
 //     from ranking and from the decision rule, and carries no headline figure.
@@ -35,6 +40,17 @@
 //   - requests.jsonl is streamed: only the per-request figures the report needs are
 //     kept (float64 per figure per visible success), so a million records fit well
 //     under a GiB. Percentiles are exact (type 7, loadgen.Percentile).
+//   - Closure lists every outage window of the journal (outage.go): a held campaign
+//     continued later has several, each with its opener, closer, time and budget.
+//   - The cache (cache.go): each cell says what its measured blocks expected, how
+//     many the counters contradicted, where its first block found the cache, and
+//     every attempt that started from another arm's cache, naming the arm and block;
+//     priming blocks' contradictions are listed apart, never counted as measured.
+//   - Same work for every arm (corpus.go): each block row carries the corpus digest
+//     its result.json recorded, and each concurrency cell of a matrix says whether
+//     every arm sent the identical corpus, repetition by repetition (seed 003's
+//     prompt_reconstruction). A recorded difference between compared arms makes the
+//     comparison ineligible; evidence without digests establishes nothing.
 //   - Each artefact read is hashed while it is read; a hash that differs from the
 //     journal's is reported, never silently used.
 //   - The first screen (firstscreen.go, before any heading) says what was compared

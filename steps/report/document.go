@@ -32,6 +32,9 @@ func (r *Report) document(charts []chart) *document {
 	t.rows = append(t.rows, []string{"Evidence", fmt.Sprintf("%d cells required: %d accepted, %d failed, %d blocked, %d deferred, %d pending. %d blocks with records; %s/%s requests produced visible output including priming; measured repetitions %s/%s. %d priming requests are excluded from every figure.",
 		st.RequiredCells, st.AcceptedCells, st.FailedCells, st.BlockedCells, st.DeferredCells, st.PendingCells, st.Blocks,
 		fmtInt(st.SucceededRequests), fmtInt(st.AttemptedRequests), fmtInt(st.MeasuredSucceeded), fmtInt(st.MeasuredAttempted), st.RequestsNotInStatistics)})
+	if n := observedExcluded(s.Rows); n > 0 {
+		t.rows[len(t.rows)-1][1] += fmt.Sprintf(" %d measured block(s) a capture ran during are excluded from their cells' figures.", n)
+	}
 	t.rows = append(t.rows, []string{"Decision", s.Promotion.Verdict + "."})
 	card.tab(t)
 
@@ -288,6 +291,16 @@ func (r *Report) measuredSection(d *document) {
 	}
 	s.tab(t)
 	s.list(notes)
+	var observed []string
+	for _, row := range r.Summary.Rows {
+		if row.Observed != nil {
+			observed = append(observed, row.CellID+": "+row.Observed.Note+".")
+		}
+	}
+	if len(observed) > 0 {
+		s.p("Blocks a trace or nsys capture ran during (its overlap.json, or its UTC window on the same container) are not clean data:")
+		s.list(observed)
+	}
 	if anyFailed {
 		s.p("No overall winner: at least one arm has a failed cell, so no ranking is computed and survivors are not substituted into a winning score.")
 	} else {
@@ -333,8 +346,7 @@ func (r *Report) distributionSection(d *document) {
 	s := d.add("distributions", "Distributions and counters per cell")
 	s.p("Per-request distributions over the measured visible successes of each cell (p50 / p95 / p99, n = samples; a percentile over fewer samples than certify it (%d for p50, %d for p95, %d for p99) is marked %s, descriptive). TTFO counts the first output token of any kind, visible TTFT the first content token. Effective prefill tok/s = prompt tokens / TTFO. Failed cells carry no distribution.", loadgen.CertifiedFrom(0.50), loadgen.CertifiedFrom(0.95), loadgen.CertifiedFrom(0.99), descMark)
 	t := &table{head: []string{"Cell", "n", "TTFO ms", "Visible TTFT ms", "Capacity TPOT ms", "E2E ms", "Decode tok/s", "Effective prefill tok/s", "Completion tokens"}}
-	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Plan expects", "Contradicted", "Client max concurrency", "Engine max running / waiting"}}
-	cache := r.ev.cacheByCell()
+	c := &table{head: []string{"Cell", "Prompt tokens min / p50 / p95 / max", "Prefix-cache queries", "Prefix-cache hits", "Hit rate", "Σ cached_tokens", "Plan expects", "Contradicted", "Cache at start", "Client max concurrency", "Engine max running / waiting"}}
 	for _, row := range r.Summary.Rows {
 		if row.Timing == nil {
 			continue
@@ -356,7 +368,7 @@ func (r *Report) distributionSection(d *document) {
 			cached = fmtInt(int(*n.CachedTokens))
 		}
 		c.rows = append(c.rows, []string{row.CellID, pt, fmtPtr(n.PrefixCacheQueries, func(x float64) string { return fmtInt(int(x)) }),
-			fmtPtr(n.PrefixCacheHits, func(x float64) string { return fmtInt(int(x)) }), hr, cached, cache[row.CellID].expectedText(), cache[row.CellID].contradictedText(),
+			fmtPtr(n.PrefixCacheHits, func(x float64) string { return fmtInt(int(x)) }), hr, cached, row.Cache.expectedText(), row.Cache.contradictedText(), row.Cache.startText(row.Plan.Arm),
 			fmt.Sprint(row.Concurrency.ClientObservedMax), engineMaxText(row.Concurrency)})
 	}
 	if len(t.rows) == 0 {
@@ -365,74 +377,32 @@ func (r *Report) distributionSection(d *document) {
 	}
 	t.markLegend(fmt.Sprintf("%s descriptive: a percentile over fewer samples than certify it (%d for p50, %d for p95, %d for p99); it never enters a rule.", descMark, loadgen.CertifiedFrom(0.50), loadgen.CertifiedFrom(0.95), loadgen.CertifiedFrom(0.99)))
 	s.tab(t)
-	s.p("Cache reuse below comes from the native counter deltas summed over the measured blocks and from usage.cached_tokens; engine running/waiting maxima come from the engine's own gauges read during the measured blocks (native-samples.jsonl), “not sampled” where no reading was taken. “Plan expects” is the cache state each measured block expected its corpus to find (result.json: cache.expected, from the plan's expect_cache or the corpus protocol); “Contradicted” counts the measured blocks whose counters contradicted it.")
+	s.p("Cache reuse below comes from the native counter deltas summed over the measured blocks and from usage.cached_tokens; engine running/waiting maxima come from the engine's own gauges read during the measured blocks (native-samples.jsonl), “not sampled” where no reading was taken. “Plan expects” is the cache state each measured block expected its corpus to find (result.json: cache.expected, from the plan's expect_cache or the corpus protocol); “Contradicted” counts the measured blocks whose counters contradicted it. “Cache at start” is where the cell's first block found the cache (result.json: cache.start): reset by the block, a fresh server, carried over from the arm's own blocks, or inherited from another arm's blocks on the same container, named with the block it came from.")
 	s.tab(c)
-	var contradictions []string
+	var contradictions, inherited []string
 	for _, row := range r.Summary.Rows {
-		if cc := cache[row.CellID]; cc != nil && cc.first != "" {
-			contradictions = append(contradictions, fmt.Sprintf("%s: %s (%s).", row.CellID, cc.first, cc.firstBlock))
+		cc := row.Cache
+		if cc == nil {
+			continue
+		}
+		if cc.FirstContradiction != "" {
+			contradictions = append(contradictions, fmt.Sprintf("%s: %s (%s).", row.CellID, cc.FirstContradiction, cc.FirstContradictionBlock))
+		}
+		for _, p := range cc.PrimingContradictions {
+			contradictions = append(contradictions, fmt.Sprintf("%s, priming: %s.", row.CellID, strings.TrimSuffix(p, ".")))
+		}
+		for _, in := range cc.Inherited {
+			inherited = append(inherited, fmt.Sprintf("%s: %s attempt %d started from the cache of %s, not from a state of its own.", row.CellID, in.Block, in.Attempt, in.text()))
 		}
 	}
 	if len(contradictions) > 0 {
-		s.p("Where the counters contradict the plan, the first block's words:")
+		s.p("Where the counters contradict the plan, the first measured block's words, and every priming block's:")
 		s.list(contradictions)
 	}
-}
-
-// cellCache is what a cell's measured block attempts said of the prefix cache.
-type cellCache struct {
-	expected          []string // distinct, in run order
-	blocks, contrary  int
-	first, firstBlock string // the first contradiction and the block that recorded it
-}
-
-func (c *cellCache) expectedText() string {
-	if c == nil || len(c.expected) == 0 {
-		return "not recorded"
+	if len(inherited) > 0 {
+		s.p("Arms that inherited another arm's cache (no reset before their block; the server had served the other arm):")
+		s.list(inherited)
 	}
-	return strings.Join(c.expected, ", ")
-}
-
-func (c *cellCache) contradictedText() string {
-	if c == nil || c.blocks == 0 {
-		return "—"
-	}
-	if c.contrary == 0 {
-		return "none"
-	}
-	return fmt.Sprintf("%d of %d blocks", c.contrary, c.blocks)
-}
-
-// cacheByCell gathers, per matrix cell, the cache state every measured block attempt
-// recorded in result.json.
-func (ev *evidence) cacheByCell() map[string]*cellCache {
-	out := map[string]*cellCache{}
-	for _, b := range ev.blocks {
-		if b.Matrix == "" || !b.measured() {
-			continue
-		}
-		for _, a := range b.attempts {
-			if a.cache == nil {
-				continue
-			}
-			c := out[b.CellKey]
-			if c == nil {
-				c = &cellCache{}
-				out[b.CellKey] = c
-			}
-			c.blocks++
-			if a.cache.Expected != "" && !slices.Contains(c.expected, a.cache.Expected) {
-				c.expected = append(c.expected, a.cache.Expected)
-			}
-			if a.cache.Contradiction != nil {
-				c.contrary++
-				if c.first == "" {
-					c.first, c.firstBlock = *a.cache.Contradiction, b.Addr
-				}
-			}
-		}
-	}
-	return out
 }
 
 // distText prints p50 / p95 / p99 of a distribution, each marked descriptive
@@ -779,31 +749,14 @@ func (r *Report) closureSection(d *document) {
 			in.Addr, e.Status, path, orDash(rc.Action), orDash(rc.Outcome), passed, len(rc.Checks), short(rc.Container.ID), orDash(rc.Container.ImageID))
 		s.list(failed)
 	}
-	o := ev.plan.Campaign.Outage
-	var begin, end *engine.Record
-	for i := range ev.outage {
-		if ev.outage[i].Kind == engine.KindOutageBegin && begin == nil {
-			begin = &ev.outage[i]
-		}
-		if ev.outage[i].Kind == engine.KindOutageEnd {
-			end = &ev.outage[i]
-		}
-	}
-	switch {
-	case begin == nil:
+	switch ws := r.Summary.OutageWindows; len(ws) {
+	case 0:
 		s.p("No outage was opened.")
-	case end == nil:
-		s.p("The outage opened by %s at %s has no end record: the incumbent was not verified restored.", begin.Step, begin.Time.UTC().Format("2006-01-02T15:04:05Z"))
+	case 1:
+		s.p("%s", outageLines(ws)[0])
 	default:
-		within := "within"
-		if o != nil && end.ElapsedS > o.BudgetS {
-			within = "over"
-		}
-		budget := "no budget declared"
-		if o != nil {
-			budget = fmt.Sprintf("%s s budget with %s s reserved for restore", fmtF(o.BudgetS, 0), fmtF(o.ReserveS, 0))
-		}
-		s.p("Outage opened by %s and closed by %s after %s s, %s the %s.", begin.Step, end.Step, fmtF(end.ElapsedS, 3), within, budget)
+		s.p("%d outage windows: a held campaign that is continued opens a new window with its own budget.", len(ws))
+		s.list(outageLines(ws))
 	}
 	if ev.ended != nil {
 		s.p("Campaign end record: %s %s.", ev.ended.Status, strings.TrimSpace(firstLine(ev.ended.Message)))
@@ -852,6 +805,42 @@ func (r *Report) identitiesSection(d *document) {
 		}
 	}
 	s.list(items)
+	if pr := r.Summary.PromptReconstruction; pr != nil {
+		s.p("Corpus per cell: same work for every arm. %s", pr.Scope)
+		t := &table{head: []string{"Matrix", "C", "Arms", "Corpus sha256", "Same across arms"}}
+		for _, cc := range pr.Cells {
+			var arms, digests []string
+			shared := cc.Identical != nil && *cc.Identical
+			for _, a := range cc.Arms {
+				arms = append(arms, a.Arm)
+				d := strings.Join(a.SHA256, ", ")
+				switch {
+				case len(a.SHA256) == 0 && a.Missing > 0:
+					d = fmt.Sprintf("none recorded (%d attempt(s))", a.Missing)
+				case len(a.SHA256) == 0:
+					d = "—"
+				case a.Missing > 0:
+					d += fmt.Sprintf(" (%d attempt(s) without a digest)", a.Missing)
+				}
+				if !shared {
+					d = a.Arm + ": " + d
+				}
+				if !slices.Contains(digests, d) {
+					digests = append(digests, d)
+				}
+			}
+			verdict := cc.Statement
+			switch {
+			case cc.Identical == nil:
+			case *cc.Identical:
+				verdict = "yes"
+			default:
+				verdict = "no: " + strings.TrimPrefix(cc.Statement, "the arms did not send the identical corpus ")
+			}
+			t.rows = append(t.rows, []string{cc.Matrix, fmt.Sprint(cc.Concurrency), strings.Join(arms, ", "), strings.Join(digests, "; "), verdict})
+		}
+		s.tab(t)
+	}
 	if len(r.Summary.Integrity) == 0 {
 		s.p("Every requests.jsonl read for this report hashed to the sha256 the journal recorded, and the journal's hash chain verified. `rigor verify` re-hashes every artefact.")
 	} else {

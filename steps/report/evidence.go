@@ -98,6 +98,7 @@ type evidence struct {
 	outage       []engine.Record          // outage_begin / outage_end records
 	startTime    map[string]engine.Record // step_start of the settling attempt
 	problems     []string                 // integrity problems met while reading
+	corpora      map[string]*CorpusCell   // matrix/cN: the arms' corpus digests
 	gpuSamples   []gpuSample
 }
 
@@ -134,12 +135,33 @@ type blockRef struct {
 	stats    *blockStats
 	gpu      []gpuSample
 	cfg      map[string]any
+	// observedBy names the capture steps whose window intersected the block's load
+	// (their overlap.json): an observed block is never clean data. excluded says it
+	// is kept out of its cell's figures, because the cell has unobserved blocks.
+	observedBy []string
+	excluded   bool
 }
 
 // blockCache is the part of a block's result.json cache section the report shows.
 type blockCache struct {
 	Expected      string  `json:"expected"`
 	Contradiction *string `json:"contradiction"`
+	// Start is where the block's cache state came from (nil in evidence from before
+	// it was kept).
+	Start *struct {
+		State       string `json:"state"`
+		CarriedFrom *struct {
+			Addr string `json:"addr"`
+			Arm  string `json:"arm"`
+		} `json:"carried_from"`
+		InheritedFromOtherArm bool `json:"inherited_from_other_arm"`
+	} `json:"start"`
+}
+
+// blockCorpus is the part of a block's result.json corpus section the report shows.
+type blockCorpus struct {
+	Key    string `json:"key"`
+	SHA256 string `json:"sha256"`
 }
 
 // attemptRef is one attempt of a block: attempts/<step>/<n>/.
@@ -161,6 +183,9 @@ type attemptRef struct {
 	// cache is result.json's cache state: what the block expected its corpus to find
 	// and how the counters contradicted it (nil in evidence from before it was kept).
 	cache *blockCache
+	// corpus is result.json's corpus identity and digest (nil in evidence from
+	// before it was kept).
+	corpus *blockCorpus
 	// Declared is the request count the block declared (plan, result.json or another
 	// attempt); Missing of them left no record and count as cancelled failures.
 	Declared int
@@ -375,8 +400,16 @@ func (b *blockRef) population() []*attemptRef {
 // retried reports whether the block has more than one attempt.
 func (b *blockRef) retried() bool { return len(b.attempts) > 1 }
 
-// measured reports whether the block enters its cell's statistics.
+// measured reports whether the block is a measured repetition (not priming).
 func (b *blockRef) measured() bool { return b.Phase != "priming" && b.Repetition > 0 }
+
+// inStatistics reports whether the block enters its cell's figures: a measured
+// block, unless a capture observed it and the cell has unobserved blocks.
+func (b *blockRef) inStatistics() bool { return b.measured() && !b.excluded }
+
+// clean reports whether the block is a measured block no capture observed: only
+// such blocks enter a verdict.
+func (b *blockRef) clean() bool { return b.measured() && len(b.observedBy) == 0 }
 
 // artefact returns the journal's record of a file of the settling attempt.
 func (b *blockRef) artefact(name string) (engine.Artefact, bool) {

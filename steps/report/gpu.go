@@ -194,7 +194,7 @@ func (ev *evidence) loadGPU() {
 func (ev *evidence) cellGPU(c *cellRef) []GPUDevice {
 	var s []gpuSample
 	for _, b := range c.Blocks {
-		if b.measured() {
+		if b.inStatistics() {
 			s = append(s, b.gpu...)
 		}
 	}

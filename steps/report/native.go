@@ -20,7 +20,7 @@ type engineMax struct {
 func (ev *evidence) cellEngineMax(c *cellRef) (engineMax, bool) {
 	var m engineMax
 	for _, b := range c.Blocks {
-		if !b.measured() {
+		if !b.inStatistics() {
 			continue
 		}
 		a, ok := b.artefact("native-samples.jsonl")

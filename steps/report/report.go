@@ -32,6 +32,15 @@ var ErrFormat = errors.New("unknown report format")
 // Build reads a state directory and computes the summary. It streams every
 // requests.jsonl once.
 func Build(stateDir string) (*Report, error) {
+	ev, err := readEvidence(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return ev.build(), nil
+}
+
+// readEvidence reads the state directory and every block's records.
+func readEvidence(stateDir string) (*evidence, error) {
 	ev, err := loadEvidence(stateDir)
 	if err != nil {
 		return nil, err
@@ -48,8 +57,16 @@ func Build(stateDir string) (*Report, error) {
 			}
 		}
 	}
+	return ev, nil
+}
+
+// build computes the summary from the evidence read.
+func (ev *evidence) build() *Report {
 	r := &Report{ev: ev, rows: map[string]*Row{}}
 	s := &r.Summary
+	// The captures first: a block one observed is kept out of the clean figures.
+	s.Diagnostics = ev.diagnostics()
+	ev.markObserved()
 	s.Schema = SchemaName
 	s.Campaign = ev.plan.Campaign.Name
 	s.PlanSHA256, s.EffectivePlan, s.Amendments = ev.planSHA256, ev.effSHA256, len(ev.amendments)
@@ -68,6 +85,7 @@ func Build(stateDir string) (*Report, error) {
 	for i := range s.Rows {
 		r.rows[s.Rows[i].CellID] = &s.Rows[i]
 	}
+	s.PromptReconstruction = ev.promptReconstruction()
 	s.Statistics = ev.statistics(s.Rows)
 	s.Promotion = ev.decide(r.rows)
 	ev.verdictStatistics(&s.Statistics, s.Promotion)
@@ -80,9 +98,9 @@ func Build(stateDir string) (*Report, error) {
 		}
 		s.Coverage.ByStatus[st]++
 	}
-	s.Diagnostics = ev.diagnostics()
+	s.OutageWindows = ev.outageWindows()
 	s.Integrity = append([]string{}, ev.problems...)
-	return r, nil
+	return r
 }
 
 func (ev *evidence) statistics(rows []Row) Statistics {

@@ -360,9 +360,10 @@ func (ev *evidence) readResult(a *attemptRef) {
 		Model  string        `json:"model"`
 		Agents *agent.Report `json:"agents"`
 		Cache  *blockCache   `json:"cache"`
+		Corpus *blockCorpus  `json:"corpus"`
 	}
 	if ev.readJSON(rel, &r) == nil {
-		a.result, a.engine, a.model, a.agents, a.cache = &r.Result, r.Engine, r.Model, r.Agents, r.Cache
+		a.result, a.engine, a.model, a.agents, a.cache, a.corpus = &r.Result, r.Engine, r.Model, r.Agents, r.Cache, r.Corpus
 	}
 }
 

@@ -44,9 +44,15 @@ type Summary struct {
 	Promotion        Verdict     `json:"promotion"`
 	Integrity        []string    `json:"integrity_problems"`
 	Coverage         CoverageSum `json:"coverage"`
+	// OutageWindows lists every outage window of the journal, in the order they
+	// opened (outage.go).
+	OutageWindows []OutageWindow `json:"outage_windows"`
 	// Diagnostics analyses the plan's trace and nsys captures (diagnostics.go);
 	// absent when the plan has none.
 	Diagnostics *Diagnostics `json:"diagnostics,omitempty"`
+	// PromptReconstruction says per concurrency cell whether every arm sent the
+	// identical corpus (corpus.go); absent when the plan has no matrix.
+	PromptReconstruction *PromptReconstruction `json:"prompt_reconstruction,omitempty"`
 }
 
 // CoverageSum counts the plan's steps by their latest status.
@@ -155,11 +161,16 @@ type Row struct {
 	Energy             *CellEnergy `json:"energy,omitempty"`
 	// Tails are distribution-free 95% intervals for p90/p95/p99 of TTFT, TPOT and
 	// E2E, each with the sample count that certifies it.
-	Tails            map[string][]stats.QuantileBound `json:"tails,omitempty"`
-	Validity         *RowValidity                     `json:"validity,omitempty"`
-	Retries          []string                         `json:"retries,omitempty"`
-	Artefacts        []ArtefactRef                    `json:"artefacts,omitempty"`
-	FailedRequestIDs []string                         `json:"failed_request_ids,omitempty"`
+	Tails    map[string][]stats.QuantileBound `json:"tails,omitempty"`
+	Validity *RowValidity                     `json:"validity,omitempty"`
+	Retries  []string                         `json:"retries,omitempty"`
+	// Cache is what the cell's blocks recorded of the prefix cache (cache.go);
+	// absent in evidence from before blocks recorded it.
+	Cache *RowCache `json:"cache,omitempty"`
+	// Observed is absent when no capture ran during a measured block of the cell.
+	Observed         *RowObserved  `json:"observed,omitempty"`
+	Artefacts        []ArtefactRef `json:"artefacts,omitempty"`
+	FailedRequestIDs []string      `json:"failed_request_ids,omitempty"`
 }
 
 // RowValidity sums the validity of a cell's measured block attempts.
@@ -202,6 +213,10 @@ type RowBlk struct {
 	TTFTp50          *float64 `json:"ttft_ms_p50"`
 	TPOTp50          *float64 `json:"tpot_ms_p50"`
 	InStatistics     bool     `json:"in_statistics"`
+	// CorpusSHA256 is the digest of the prompts the attempt rendered (result.json).
+	CorpusSHA256 string `json:"corpus_sha256,omitempty"`
+	// ObservedBy names the captures that ran during the block (observed.go).
+	ObservedBy []string `json:"observed_by,omitempty"`
 	// Retry is true for an attempt after the block's first: both stay in the
 	// population. Missing counts declared requests the attempt left no record of.
 	Retry    bool           `json:"retry,omitempty"`
@@ -355,6 +370,8 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 	row := Row{CellID: c.Key, Blocks: []RowBlk{}}
 	row.Disposition, row.Reason = disposition(c, ev.ended != nil)
 	row.Plan = ev.rowPlan(c)
+	row.Observed = rowObserved(c)
+	row.Cache = cellCache(c)
 	var vals [nMetrics][]float64
 	var prompts []float64
 	attempted, ok, maxConc, nBlocks := 0, 0, 0, 0
@@ -370,17 +387,20 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 	valid := &RowValidity{Failed: []string{}}
 	for _, b := range c.Blocks {
 		if len(b.attempts) == 0 {
-			row.Blocks = append(row.Blocks, RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.measured(), Status: Pending})
+			row.Blocks = append(row.Blocks, RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.inStatistics(), Status: Pending})
 			continue
 		}
 		if b.retried() {
 			row.Retries = append(row.Retries, blockLabel(b)+": "+attemptsLine(b))
 		}
 		for i, a := range b.attempts {
-			rb := RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.measured(), Attempt: a.N,
-				Retry: i > 0, Missing: a.Missing, Validity: a.validity, Energy: a.energy, Status: "open"}
+			rb := RowBlk{Step: b.Addr, Phase: phaseOf(b), Repetition: b.Repetition, InStatistics: b.inStatistics(), Attempt: a.N,
+				ObservedBy: b.observedBy, Retry: i > 0, Missing: a.Missing, Validity: a.validity, Energy: a.energy, Status: "open"}
 			if a.End != nil {
 				rb.Status, rb.Class = string(a.End.Status), string(a.End.Class)
+			}
+			if a.corpus != nil {
+				rb.CorpusSHA256 = a.corpus.SHA256
 			}
 			st := a.stats
 			if st != nil {
@@ -395,7 +415,7 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 				}
 			}
 			row.Blocks = append(row.Blocks, rb)
-			if !b.measured() || st == nil {
+			if !b.inStatistics() || st == nil {
 				continue
 			}
 			// Every attempt's records are the cell's population.

@@ -274,8 +274,13 @@ func (r *Report) runOrder(metric string) []runPoint {
 		if bad != "" {
 			continue
 		}
-		pts = append(pts, runPoint{addr: b.Addr, arm: b.Arm, conc: b.Conc, rep: b.Repetition, attempt: a.N, seq: a.Start.Seq, value: x, armIndex: armIx[b.Arm]})
-		if b.Matrix == baseMatrix && b.Arm == base && a == b.settling() {
+		addr := b.Addr
+		if len(b.observedBy) > 0 {
+			addr += " (observed by " + strings.Join(b.observedBy, ", ") + ")"
+		}
+		pts = append(pts, runPoint{addr: addr, arm: b.Arm, conc: b.Conc, rep: b.Repetition, attempt: a.N, seq: a.Start.Seq, value: x, armIndex: armIx[b.Arm]})
+		// The baseline's mean is over clean blocks, as the verdict's.
+		if b.Matrix == baseMatrix && b.Arm == base && a == b.settling() && b.clean() {
 			sum[b.Conc] += x
 			n[b.Conc]++
 		}
