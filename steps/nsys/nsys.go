@@ -32,7 +32,7 @@ var _ plans.PublicArguments = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"target":    &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType},
-	"where":     &hcldec.AttrSpec{Name: "where", Type: cty.String},             // "host", "container" or "simulator"
+	"where":     &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "where", Type: cty.String}, Func: plans.OneOf("where", wheres)},
 	"container": &hcldec.AttrSpec{Name: "container", Type: cty.String},         // default: the target's container
 	"command":   &hcldec.AttrSpec{Name: "command", Type: cty.List(cty.String)}, // required unless where = "simulator"
 	"duration":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true}, Func: plans.PositiveDuration("duration", 0, "20s")},
@@ -48,6 +48,10 @@ var spec = hcldec.ObjectSpec{
 	"rank_devices": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "rank_devices", Type: cty.List(cty.Number)}, Func: validateRankDevices},
 	"control":      &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "control", Type: cty.DynamicPseudoType}, Func: validateControl},
 }
+
+// wheres are where a capture runs: nsys on the host, nsys inside the target's
+// container, or the simulator profiling itself.
+var wheres = []string{"host", "container", "simulator"}
 
 var outputType = cty.Object(map[string]cty.Type{
 	"report":     cty.String,
