@@ -265,6 +265,7 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 		return diags
 	}
 	diags = append(diags, p.checkDecision()...)
+	diags = append(diags, p.checkConditions()...)
 	if diags.HasErrors() {
 		return diags
 	}
