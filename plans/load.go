@@ -266,6 +266,7 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 	}
 	diags = append(diags, p.checkDecision()...)
 	diags = append(diags, p.checkConditions()...)
+	diags = append(diags, p.checkDataReferences()...)
 	if diags.HasErrors() {
 		return diags
 	}

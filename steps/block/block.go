@@ -75,6 +75,16 @@ var outputType = cty.Object(mergeTypes(map[string]cty.Type{
 	"container": cty.String,
 }, identityOutputs))
 
+// DataReferences says which arguments name data blocks, so plan validate refuses
+// a string or another kind of block there.
+func (Step) DataReferences() map[string]plans.DataRef {
+	return map[string]plans.DataRef{
+		"target":   {Kind: "target"},
+		"workload": {Kind: "workload"},
+		"gates":    {Kind: "gate", List: true},
+	}
+}
+
 // Spec is the schema of a block step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
 
