@@ -14,7 +14,8 @@ import (
 // not true or false (a string, a number), are refused here rather than when the step
 // could start, possibly inside the outage.
 func (p *Plan) checkConditions() hcl.Diagnostics {
-	ctx := p.unknownOutcomes()
+	// Built at the first condition: a plan without one pays nothing for it.
+	var ctx *hcl.EvalContext
 	var diags hcl.Diagnostics
 	seen := map[string]bool{}
 	add := func(ds ...*hcl.Diagnostic) {
@@ -46,6 +47,9 @@ func (p *Plan) checkConditions() hcl.Diagnostics {
 		if fd := p.checkOutcomeFields(expr); len(fd) > 0 {
 			add(fd...)
 			continue
+		}
+		if ctx == nil {
+			ctx = p.unknownOutcomes()
 		}
 		ictx := ctx
 		if inst.each != cty.NilVal {

@@ -43,9 +43,10 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 	checked := map[string]bool{}
 	for _, inst := range p.Instances {
 		s, ok := p.ev.entities[inst.entity].(*StepBlock)
-		if !ok || (inst.each == cty.NilVal && checked[inst.entity]) {
+		if !ok {
 			continue
 		}
+		first := !checked[inst.entity]
 		checked[inst.entity] = true
 		dr, ok := s.StepType.(DataReferrer)
 		if !ok {
@@ -66,6 +67,10 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 		for _, n := range names {
 			a := content.Attributes[n]
 			if a == nil || !cfg.IsKnown() || cfg.IsNull() || !cfg.Type().IsObjectType() || !cfg.Type().HasAttribute(n) {
+				continue
+			}
+			// An argument that does not read each is the same in every instance.
+			if !first && !readsEach(a.Expr) {
 				continue
 			}
 			add(p.checkDataRef(n, refs[n], cfg.GetAttr(n), a.Expr, ctx)...)
@@ -104,6 +109,16 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 	return diags
 }
 
+// readsEach says whether expr names each.key or each.value.
+func readsEach(expr hcl.Expression) bool {
+	for _, tr := range expr.Variables() {
+		if tr.RootName() == "each" {
+			return true
+		}
+	}
+	return false
+}
+
 // objectValueExpr is the value expression of key in an object constructor, nil
 // when expr is not one.
 func objectValueExpr(expr hcl.Expression, key string) hcl.Expression {
@@ -123,11 +138,32 @@ func objectValueExpr(expr hcl.Expression, key string) hcl.Expression {
 // checkDataRef checks that v, the value of argument name written as expr, is what
 // ref says. A value not known at plan time is not checked.
 func (p *Plan) checkDataRef(name string, ref DataRef, v cty.Value, expr hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
-	u, _ := v.UnmarkDeep()
+	// The common case, a direct reference, is the block's own value, marks and
+	// all: no copy is made to see that.
+	if !ref.List && p.ev.isBlock(ctx, ref.Kind, v) {
+		return nil
+	}
+	if lv, _ := v.Unmark(); ref.List && lv.IsKnown() && !lv.IsNull() && (lv.Type().IsListType() || lv.Type().IsTupleType()) {
+		all := true
+		for it := lv.ElementIterator(); it.Next() && all; {
+			_, e := it.Element()
+			all = p.ev.isBlock(ctx, ref.Kind, e)
+		}
+		if all {
+			return nil
+		}
+	}
+	u, pvm := v.UnmarkDeepWithPaths()
 	if u.IsNull() || u.Type() == cty.DynamicPseudoType {
 		return nil
 	}
-	if _, secret := markOf(v)[Sensitive]; secret {
+	secret := false
+	for _, pm := range pvm {
+		if _, ok := pm.Marks[Sensitive]; ok {
+			secret = true
+		}
+	}
+	if secret {
 		// A diagnostic must not quote a secret: say what kind of value it is.
 		u = cty.UnknownVal(u.Type())
 		if !ref.List && !u.Type().IsObjectType() {
@@ -173,8 +209,8 @@ func (p *Plan) checkOneRef(name, kind string, u cty.Value, rng hcl.Range, ctx *h
 	if !u.IsKnown() {
 		return nil
 	}
-	declared := p.ev.namesOf(kind)
 	if !u.Type().IsObjectType() || !u.Type().HasAttribute("name") {
+		declared := p.ev.namesOf(kind)
 		suggest := ""
 		if u.Type() == cty.String && !u.IsNull() {
 			if s := u.AsString(); contains(declared, s) {
@@ -191,11 +227,12 @@ func (p *Plan) checkOneRef(name, kind string, u cty.Value, rng hcl.Range, ctx *h
 		return nil
 	}
 	block := nv.AsString()
-	if sameBlock(ctx, kind, block, u) {
+	if p.ev.sameBlock(ctx, kind, block, u) {
 		return nil
 	}
 	for _, other := range []string{blockTarget, blockWorkload, blockGate, blockHost} {
-		if other != kind && sameBlock(ctx, other, block, u) {
+		if other != kind && p.ev.sameBlock(ctx, other, block, u) {
+			declared := p.ev.namesOf(kind)
 			suggest := ""
 			if contains(declared, block) {
 				suggest = fmt.Sprintf(" Did you mean %s.%s?", kind, block)
@@ -210,14 +247,68 @@ func (p *Plan) checkOneRef(name, kind string, u cty.Value, rng hcl.Range, ctx *h
 		"%s must be a %s reference such as %s.%s; this object is not one of the campaign's %s blocks.", name, kind, kind, p.exampleName(kind), kind)
 }
 
+// isBlock says whether v is, marks and all, the value of the block of kind its
+// name attribute names.
+func (e *evaluator) isBlock(ctx *hcl.EvalContext, kind string, v cty.Value) bool {
+	u, _ := v.Unmark()
+	if !u.IsKnown() || u.IsNull() || !u.Type().IsObjectType() || !u.Type().HasAttribute("name") {
+		return false
+	}
+	n, _ := u.GetAttr("name").Unmark()
+	if !n.IsKnown() || n.IsNull() || n.Type() != cty.String {
+		return false
+	}
+	all, ok := ctx.Variables[kind]
+	if !ok || !all.Type().IsObjectType() || !all.Type().HasAttribute(n.AsString()) {
+		return false
+	}
+	return sameValue(all.GetAttr(n.AsString()), v)
+}
+
 // sameBlock says whether u is the value of block kind.name in ctx.
-func sameBlock(ctx *hcl.EvalContext, kind, name string, u cty.Value) bool {
+func (e *evaluator) sameBlock(ctx *hcl.EvalContext, kind, name string, u cty.Value) bool {
 	all, ok := ctx.Variables[kind]
 	if !ok || !all.Type().IsObjectType() || !all.Type().HasAttribute(name) {
 		return false
 	}
-	b, _ := all.GetAttr(name).UnmarkDeep()
-	return b.RawEquals(u)
+	return sameValue(all.GetAttr(name), u)
+}
+
+// sameValue is cty's RawEquals without marks and with numbers compared as numbers:
+// RawEquals prints both numbers of a pair as decimal text, which made comparing a
+// campaign's targets a tenth of its validation.
+func sameValue(a, b cty.Value) bool {
+	a, _ = a.Unmark()
+	b, _ = b.Unmark()
+	if !a.Type().Equals(b.Type()) || a.IsKnown() != b.IsKnown() || a.IsNull() != b.IsNull() {
+		return false
+	}
+	if !a.IsKnown() || a.IsNull() {
+		return true
+	}
+	ty := a.Type()
+	switch {
+	case ty == cty.String:
+		return a.AsString() == b.AsString()
+	case ty == cty.Bool:
+		return a.True() == b.True()
+	case ty == cty.Number:
+		return a.AsBigFloat().Cmp(b.AsBigFloat()) == 0
+	case ty.IsObjectType() || ty.IsTupleType() || ty.IsListType() || ty.IsMapType() || ty.IsSetType():
+		if a.LengthInt() != b.LengthInt() {
+			return false
+		}
+		ia, ib := a.ElementIterator(), b.ElementIterator()
+		for ia.Next() && ib.Next() {
+			ka, ea := ia.Element()
+			kb, eb := ib.Element()
+			if !sameValue(ka, kb) || !sameValue(ea, eb) {
+				return false
+			}
+		}
+		return true
+	}
+	return a.RawEquals(b)
 }
 
 // exampleName is a declared block name of kind for an example, else "NAME".
