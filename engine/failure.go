@@ -39,6 +39,22 @@ const (
 	ClassRecord FailureClass = "record"
 )
 
+// FailureClasses lists every class, so a plan's exec failure_class is checked
+// against the engine's own list when it is validated.
+func FailureClasses() []string {
+	all := []FailureClass{
+		ClassIdentity, ClassRestart, ClassOOM, ClassHealth, ClassMissingTerminal, ClassUndrained,
+		ClassPowerDrift, ClassInstrumentation, ClassFrozenInputChanged, ClassIncomplete, ClassGate,
+		ClassTimeout, ClassToolMissing, ClassExec, ClassConfig, ClassInternal, ClassInterrupted,
+		ClassCrash, ClassOutageBudget, ClassEvidenceWrite, ClassAgent, ClassRecord,
+	}
+	out := make([]string, len(all))
+	for i, c := range all {
+		out[i] = string(c)
+	}
+	return out
+}
+
 // Policy is what the engine does after a failure.
 type Policy string
 

@@ -189,6 +189,7 @@ matrix "extended" {
   workload    = workload.w
   concurrency = [8]
   requests    = 8
+  repetitions = 3
   arm "incumbent" {
     target = target.incumbent
   }

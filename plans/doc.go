@@ -27,11 +27,18 @@
 //     code that consumes it hands over (Vocabulary, from the step types); plans
 //     keeps no copy of those lists. A value that waits for a step is checked by
 //     Instance.Evaluate once known, before the step that reads it starts.
+//   - A step argument that names a data block (DataReferrer) and a matrix's arm
+//     targets, workloads and gates hold a declared block of that kind, compared by
+//     value (datarefs.go); a step's enumerations are checked by its own schema
+//     (OneOf with the step's list); a condition is evaluated at load with every
+//     outcome unknown (condition.go), so a field no outcome has or a value that is
+//     not a bool never waits for the outage to surface.
 //   - Output is deterministic: instances keep declaration order, maps are sorted;
 //     a randomized matrix order is drawn from a seed the plan records, with a
 //     generator specified here (order.go), so no Go release changes it.
-//   - A decision rule names arms and cells of one measured matrix; they are checked
-//     when the plan loads, so the report never meets a rule it cannot place.
+//   - A decision rule names arms and cells of one measured matrix, and at most as
+//     many matched repetitions as it runs; they are checked when the plan loads, so
+//     the report never meets a rule it cannot place.
 //   - Meta-arguments are written once, as meta-arguments; a step type whose schema
 //     names one (the block's phase) receives its value in its configuration too.
 //   - count = N repeats a step (each for_each key) as instances KEY/1..KEY/N (1..N

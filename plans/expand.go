@@ -1037,6 +1037,9 @@ func (p *Plan) resolveDuring(ctx0 *hcl.EvalContext) hcl.Diagnostics {
 				diags = append(diags, errorAt(rng, "Invalid during", "%s waits for %s, so %s cannot run during it.", host.Addr, inst.Addr, inst.Addr))
 			}
 		}
+		if d := p.checkDuringTarget(inst, host, ctx0); d != nil {
+			diags = append(diags, d)
+		}
 		inst.Meta.During = host.Addr
 		seen := map[string]bool{}
 		for _, d := range inst.DependsOn {

@@ -265,6 +265,8 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 		return diags
 	}
 	diags = append(diags, p.checkDecision()...)
+	diags = append(diags, p.checkConditions()...)
+	diags = append(diags, p.checkDataReferences()...)
 	if diags.HasErrors() {
 		return diags
 	}

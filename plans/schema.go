@@ -691,3 +691,23 @@ func specCheck(name string, t valueType) func(cty.Value) hcl.Diagnostics {
 		return nil
 	}
 }
+
+// OneOf refuses a string that is not one of names, with the closest name as a
+// suggestion. Step types pass their own vocabulary (loadgen's modes, the engine's
+// failure classes), so the language holds no second copy of it.
+func OneOf(name string, names []string) func(cty.Value) hcl.Diagnostics {
+	return specCheck(name, tOneOf{names})
+}
+
+// tOneOf is one of a fixed list of names a step type hands over.
+type tOneOf struct{ names []string }
+
+func (t tOneOf) check(v cty.Value, _ hcl.Expression, _ *Vocabulary) *problem {
+	if v.Type() != cty.String {
+		return typeProblem("Want %s, got %s.", orList(t.names), v.Type().FriendlyName())
+	}
+	if contains(t.names, v.AsString()) {
+		return nil
+	}
+	return valueProblem("%q is not one of %s.%s", v.AsString(), orList(t.names), didYouMean(v.AsString(), t.names))
+}

@@ -11,12 +11,15 @@ import (
 type specType struct {
 	spec hcldec.ObjectSpec
 	out  cty.Type
+	refs map[string]plans.DataRef // the arguments that name data blocks, as the real types say
 }
 
-func (s specType) Spec() hcldec.ObjectSpec { return s.spec }
-func (s specType) OutputType() cty.Type    { return s.out }
+func (s specType) Spec() hcldec.ObjectSpec                  { return s.spec }
+func (s specType) OutputType() cty.Type                     { return s.out }
+func (s specType) DataReferences() map[string]plans.DataRef { return s.refs }
 
 var _ plans.StepType = specType{}
+var _ plans.DataReferrer = specType{}
 
 // readsData is a step type that reads data blocks, as the real block step does: it
 // hands the language the real vocabulary, so the tests check campaign values
@@ -37,6 +40,7 @@ func testStepTypes() plans.StepTypes {
 	targetOnly := specType{
 		spec: hcldec.ObjectSpec{"target": attr("target", cty.DynamicPseudoType, true)},
 		out:  cty.Object(map[string]cty.Type{"identity": cty.String}),
+		refs: map[string]plans.DataRef{"target": {Kind: "target"}},
 	}
 	return plans.StepTypes{
 		"block": readsData{specType{
@@ -62,6 +66,7 @@ func testStepTypes() plans.StepTypes {
 				"concurrency":         cty.Number,
 				"requests":            cty.Number,
 			}),
+			refs: map[string]plans.DataRef{"target": {Kind: "target"}, "workload": {Kind: "workload"}, "gates": {Kind: "gate", List: true}},
 		}},
 		"freeze": specType{
 			spec: hcldec.ObjectSpec{"values": attr("values", cty.DynamicPseudoType, true)},

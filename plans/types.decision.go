@@ -406,6 +406,7 @@ func (p *Plan) checkDecision() hcl.Diagnostics {
 		diags = append(diags, errorAt(rng, "Decision rule on an unmeasured matrix",
 			"Matrix %q has phase %q: a decision rule judges measured blocks only. Compare a measured matrix, or remove the matrix's phase.", m.Name, m.Phase))
 	}
+	diags = append(diags, p.checkMatchedRepetitions(m)...)
 	arms := m.armNames()
 	for _, attr := range []string{"baseline_arm", "candidate_arm"} {
 		arm := d.BaselineArm
@@ -440,6 +441,30 @@ func (p *Plan) checkDecision() hcl.Diagnostics {
 		d.Matrix = m.Name
 	}
 	return diags
+}
+
+// checkMatchedRepetitions refuses a rule that needs more matched repetitions of a
+// cell than its matrix runs: every comparison would be ineligible, found only in the
+// report once the campaign has run.
+func (p *Plan) checkMatchedRepetitions(m *Matrix) hcl.Diagnostics {
+	d := p.Decision
+	a := d.attrs["matched_repetitions"]
+	if a == nil {
+		return nil
+	}
+	reps := 1
+	if ra := m.Attrs["repetitions"]; ra != nil {
+		// Expansion read the same attribute; an error there stopped the load.
+		if r, rd := knownInts(ra, p.ev.planCtx, 1); !rd.HasErrors() && len(r) == 1 {
+			reps = r[0]
+		}
+	}
+	if d.MatchedRepetitions <= reps {
+		return nil
+	}
+	return hcl.Diagnostics{errorAt(a.Expr.Range(), "Too many matched repetitions",
+		"matched_repetitions = %d, but matrix %q runs %d repetition(s) of each cell: the rule could never match that many, and every comparison would be ineligible. Lower matched_repetitions to at most %d, or raise the matrix's repetitions.",
+		d.MatchedRepetitions, m.Name, reps, reps)}
 }
 
 func orNone(s []string) string {

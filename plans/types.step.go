@@ -317,3 +317,54 @@ func markOf(v cty.Value) cty.ValueMarks {
 	}
 	return marks
 }
+
+// checkDuringTarget refuses a capture whose target is not its block's: a capture
+// "under load" on another target observes a server that the block never loads.
+// Targets known at plan time are compared by name; one that waits for a step, or a
+// capture without a target, is not checked.
+func (p *Plan) checkDuringTarget(capture, block *Instance, ctx0 *hcl.EvalContext) *hcl.Diagnostic {
+	capTarget, capRange, ok := p.targetOf(capture, ctx0)
+	if !ok {
+		return nil
+	}
+	blockTarget, _, ok := p.targetOf(block, ctx0)
+	if !ok || capTarget == blockTarget {
+		return nil
+	}
+	return errorAt(capRange, "Invalid during",
+		"%s runs during %s, which sends its requests to target.%s, but its own target is target.%s: a capture under load observes the target its block loads. Set target = target.%s, or run the capture during a block of target.%s.",
+		capture.Addr, block.Addr, blockTarget, capTarget, blockTarget, capTarget)
+}
+
+// targetOf is the name of the target an instance names and the range of the
+// expression naming it; ok is false when it names none or one not known at plan
+// time.
+func (p *Plan) targetOf(inst *Instance, ctx0 *hcl.EvalContext) (string, hcl.Range, bool) {
+	var expr hcl.Expression
+	switch x := p.ev.entities[inst.entity].(type) {
+	case *Matrix:
+		for _, a := range x.Arms {
+			if a.Name == inst.Arm {
+				expr = a.Target
+			}
+		}
+	case *StepBlock:
+		content, _, _ := x.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "target"}}})
+		if a := content.Attributes["target"]; a != nil {
+			expr = a.Expr
+		}
+	}
+	if expr == nil {
+		return "", hcl.Range{}, false
+	}
+	ctx := ctx0
+	if inst.each != cty.NilVal {
+		ctx = withEach(ctx0, inst.Key, inst.each)
+	}
+	v, d := expr.Value(ctx)
+	if d.HasErrors() {
+		return "", hcl.Range{}, false
+	}
+	name := knownString(v, "name")
+	return name, expr.Range(), name != ""
+}

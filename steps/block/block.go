@@ -40,7 +40,7 @@ var spec = hcldec.ObjectSpec{
 	"arm":             &hcldec.AttrSpec{Name: "arm", Type: cty.String},
 	"cell":            &hcldec.AttrSpec{Name: "cell", Type: cty.String},
 	"gates":           &hcldec.AttrSpec{Name: "gates", Type: cty.DynamicPseudoType},
-	"mode":            &hcldec.AttrSpec{Name: "mode", Type: cty.String},
+	"mode":            &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "mode", Type: cty.String}, Func: plans.OneOf("mode", loadgen.Modes())},
 	"rate":            &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "rate", Type: cty.Number}, Func: plans.Above("rate", 0)},
 	"request_timeout": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "request_timeout", Type: cty.String}, Func: plans.PositiveDuration("request_timeout", 0, "5m")},
 	"native_interval": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "native_interval", Type: cty.String}, Func: plans.PositiveDuration("native_interval", 0, "1s")},
@@ -52,7 +52,7 @@ var spec = hcldec.ObjectSpec{
 	"corpus_seed":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "corpus_seed", Type: cty.Number}, Func: plans.WholeAtLeast("corpus_seed", 0)},
 	"phase":        &hcldec.AttrSpec{Name: "phase", Type: cty.String},
 	"primed":       &hcldec.AttrSpec{Name: "primed", Type: cty.Bool},
-	"expect_cache": &hcldec.AttrSpec{Name: "expect_cache", Type: cty.String},
+	"expect_cache": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "expect_cache", Type: cty.String}, Func: plans.OneOf("expect_cache", plans.CacheStates)},
 	"reset_cache":  &hcldec.AttrSpec{Name: "reset_cache", Type: cty.Bool},
 	// agents, when set, sends the block from these `rigor agent` processes
 	// (tcp://HOST:PORT), the step staying the one timing authority (package agent).
@@ -74,6 +74,16 @@ var outputType = cty.Object(mergeTypes(map[string]cty.Type{
 	"arm":       cty.String,
 	"container": cty.String,
 }, identityOutputs))
+
+// DataReferences says which arguments name data blocks, so plan validate refuses
+// a string or another kind of block there.
+func (Step) DataReferences() map[string]plans.DataRef {
+	return map[string]plans.DataRef{
+		"target":   {Kind: "target"},
+		"workload": {Kind: "workload"},
+		"gates":    {Kind: "gate", List: true},
+	}
+}
 
 // Spec is the schema of a block step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }

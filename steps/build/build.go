@@ -52,6 +52,12 @@ func (Step) PublicArguments() map[string]string {
 	return map[string]string{"build_args": kept, "labels": kept, "tags": kept}
 }
 
+// DataReferences says host names a host block, so plan validate refuses a string
+// or another kind of block there.
+func (Step) DataReferences() map[string]plans.DataRef {
+	return map[string]plans.DataRef{"host": {Kind: "host"}}
+}
+
 // Spec is the schema of a build step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
 

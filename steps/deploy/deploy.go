@@ -39,6 +39,12 @@ var Identity = cty.Object(map[string]cty.Type{
 	"endpoint":     cty.String,
 })
 
+// DataReferences says target names a target block, so plan validate refuses a
+// string or another kind of block there.
+func (Step) DataReferences() map[string]plans.DataRef {
+	return map[string]plans.DataRef{"target": {Kind: "target"}}
+}
+
 // Spec is the schema of a deploy step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
 

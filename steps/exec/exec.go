@@ -31,7 +31,7 @@ var spec = hcldec.ObjectSpec{
 	"env":           &hcldec.AttrSpec{Name: "env", Type: cty.Map(cty.String)},
 	"dir":           &hcldec.AttrSpec{Name: "dir", Type: cty.String},
 	"inputs":        &hcldec.AttrSpec{Name: "inputs", Type: cty.List(cty.String)},
-	"failure_class": &hcldec.AttrSpec{Name: "failure_class", Type: cty.String},
+	"failure_class": &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "failure_class", Type: cty.String}, Func: plans.OneOf("failure_class", engine.FailureClasses())},
 }
 
 var outputType = cty.Object(map[string]cty.Type{

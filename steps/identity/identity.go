@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/kube"
 	"github.com/rigor-bench/rigor/steps/internal/target"
@@ -45,6 +46,12 @@ var outputType = cty.Object(map[string]cty.Type{
 	"health":        cty.String,
 	"endpoint":      cty.String,
 })
+
+// DataReferences says target names a target block, so plan validate refuses a
+// string or another kind of block there.
+func (Step) DataReferences() map[string]plans.DataRef {
+	return map[string]plans.DataRef{"target": {Kind: "target"}}
+}
 
 // Spec is the schema of an identity step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }

@@ -32,7 +32,7 @@ var _ plans.PublicArguments = Step{}
 
 var spec = hcldec.ObjectSpec{
 	"target":    &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType},
-	"where":     &hcldec.AttrSpec{Name: "where", Type: cty.String},             // "host", "container" or "simulator"
+	"where":     &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "where", Type: cty.String}, Func: plans.OneOf("where", wheres)},
 	"container": &hcldec.AttrSpec{Name: "container", Type: cty.String},         // default: the target's container
 	"command":   &hcldec.AttrSpec{Name: "command", Type: cty.List(cty.String)}, // required unless where = "simulator"
 	"duration":  &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "duration", Type: cty.String, Required: true}, Func: plans.PositiveDuration("duration", 0, "20s")},
@@ -49,6 +49,10 @@ var spec = hcldec.ObjectSpec{
 	"control":      &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "control", Type: cty.DynamicPseudoType}, Func: validateControl},
 }
 
+// wheres are where a capture runs: nsys on the host, nsys inside the target's
+// container, or the simulator profiling itself.
+var wheres = []string{"host", "container", "simulator"}
+
 var outputType = cty.Object(map[string]cty.Type{
 	"report":     cty.String,
 	"sqlite":     cty.String,
@@ -61,6 +65,12 @@ var outputType = cty.Object(map[string]cty.Type{
 func (Step) PublicArguments() map[string]string {
 	argv := "It is part of the nsys (or docker exec) command line, which every user of the host can see and capture.json keeps. Pass secrets through env instead, e.g. env = { API_KEY = var.api_key }."
 	return map[string]string{"command": argv, "args": argv, "container": argv, "nsys": argv, "docker": argv, "output": argv}
+}
+
+// DataReferences says target names a target block, so plan validate refuses a
+// string or another kind of block there.
+func (Step) DataReferences() map[string]plans.DataRef {
+	return map[string]plans.DataRef{"target": {Kind: "target"}}
 }
 
 // Spec is the schema of an nsys step body.

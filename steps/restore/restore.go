@@ -50,6 +50,12 @@ func (Step) PublicArguments() map[string]string {
 	return map[string]string{"preflight": preflightAdvice}
 }
 
+// DataReferences says target names a target block, so plan validate refuses a
+// string or another kind of block there.
+func (Step) DataReferences() map[string]plans.DataRef {
+	return map[string]plans.DataRef{"target": {Kind: "target"}}
+}
+
 // Spec is the schema of a restore step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
 

@@ -49,6 +49,12 @@ var outputType = cty.Object(map[string]cty.Type{
 	"declared_rank": cty.List(cty.Number),
 })
 
+// DataReferences says target names a target block, so plan validate refuses a
+// string or another kind of block there.
+func (Step) DataReferences() map[string]plans.DataRef {
+	return map[string]plans.DataRef{"target": {Kind: "target"}}
+}
+
 // Spec is the schema of a trace step body.
 func (Step) Spec() hcldec.ObjectSpec { return spec }
 

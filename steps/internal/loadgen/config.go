@@ -22,6 +22,9 @@ const (
 // APIs lists the API shapes a workload may send, sorted.
 func APIs() []string { return []string{APIChat, APICompletions} }
 
+// Modes are the load modes a block's mode attribute may name.
+func Modes() []string { return []string{ModeClosed, ModeOpen} }
+
 // Load modes and arrival processes.
 const (
 	ModeClosed      = "closed"
