@@ -11,6 +11,7 @@ import (
 	"github.com/dominikbraun/graph"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
@@ -232,6 +233,16 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 			return v, d
 		}
 		return inst
+	}
+	if ma, ok := s.StepType.(MatrixArguments); ok {
+		if body, ok := s.Body.(*hclsyntax.Body); ok {
+			for _, name := range ma.MatrixArguments() {
+				if a, set := body.Attributes[name]; set {
+					diags = append(diags, errorAt(a.NameRange, "Argument set by a matrix",
+						"%s is set by a matrix for each block it expands into; a %q step cannot set it. Remove it.", name, s.Type))
+				}
+			}
+		}
 	}
 	count, sequential, d := p.decodeRepeat(s, ctx0)
 	diags = append(diags, d...)

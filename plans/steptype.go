@@ -18,6 +18,13 @@ type StepType interface {
 	OutputType() cty.Type
 }
 
+// MatrixArguments is implemented by a step type whose schema holds arguments only a
+// matrix sets, for the blocks it expands into; a step block of the type may not set
+// them, since nothing would read what it wrote.
+type MatrixArguments interface {
+	MatrixArguments() []string
+}
+
 // StepTypes looks step types up by name.
 type StepTypes map[string]StepType
 

@@ -59,6 +59,10 @@ var spec = hcldec.ObjectSpec{
 	"agents": &hcldec.AttrSpec{Name: "agents", Type: cty.List(cty.String)},
 }
 
+// MatrixArguments: cell names the matrix cell a matrix's block runs in (the report
+// reads it from the plan); a step block has no cell.
+func (Step) MatrixArguments() []string { return []string{"cell"} }
+
 // Outputs of a block: what a freeze step or a report derives from, and the identity
 // it measured (identityOutputs, identity.go), which the next block is held to.
 var outputType = cty.Object(mergeTypes(map[string]cty.Type{
