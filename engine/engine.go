@@ -306,6 +306,11 @@ func (r *run) end() *Summary {
 		// it is not a completed campaign, and only a person closes it.
 		sum.Status, sum.Cause = EndHeld, CauseStopped
 		sum.Reason = "nothing left can run, but " + r.stopFailure() + "; the campaign stays held for review: `rigor close --reason` closes it"
+	case r.notRerun() != "":
+		// An interrupted step that may not run again never finished: what waits on it
+		// never ran, so the campaign did not complete either.
+		sum.Status, sum.Cause = EndHeld, CauseStopped
+		sum.Reason = "nothing left can run, but " + r.notRerun() + "; the campaign stays held for review: `rigor close --reason` closes it"
 	default:
 		sum.Status = EndCompleted
 		if len(r.armStopped) > 0 {
@@ -350,6 +355,25 @@ func (r *run) stopFailure() string {
 		if rec.Policy == PolicyStopCampaign || rec.Policy == PolicyHold {
 			return fmt.Sprintf("%s failed (%s)", inst.Addr, rec.Class)
 		}
+	}
+	return ""
+}
+
+// notRerun names the first interrupted step that no apply runs again (it does not
+// declare rerun_safe), with how many steps wait on it, or "".
+func (r *run) notRerun() string {
+	for _, inst := range r.plan.Instances {
+		rec := r.terminal[inst.Addr]
+		if inst.Meta.Always || rec == nil || rec.Status != StatusInterrupted || r.mayRerun(inst, rec) {
+			continue
+		}
+		waiting := 0
+		for _, other := range r.plan.Instances {
+			if o := r.terminal[other.Addr]; o != nil && o.Status == StatusBlocked && slices.Contains(other.DependsOn, inst.Addr) {
+				waiting++
+			}
+		}
+		return fmt.Sprintf("%s was interrupted and does not declare rerun_safe, so no apply runs it again (%d blocked step(s) wait on it)", inst.Addr, waiting)
 	}
 	return ""
 }

@@ -241,18 +241,23 @@ step "probe" "c" {}
 		t.Fatal(err)
 	}
 	// The interrupted campaign is held: applying again continues it, without
-	// re-sending the interrupted step (it did not declare rerun_safe).
+	// re-sending the interrupted step (it did not declare rerun_safe). Since that
+	// step never finished, the campaign did not complete: it stays held, naming it,
+	// until a person closes it.
 	h.probe.order = nil
 	sum, err := h.apply(context.Background(), h.load(src))
-	if err != nil || sum.Status != engine.EndCompleted {
+	if err != nil || sum.Status != engine.EndHeld || !strings.Contains(sum.Reason, "probe.b was interrupted and does not declare rerun_safe") {
 		t.Fatalf("continuing a held campaign: %+v %v", sum, err)
 	}
 	if diff := cmp.Diff([]string{"probe.c"}, h.probe.ran()); diff != "" {
 		t.Fatalf("the continued campaign ran (-want +got):\n%s", diff)
 	}
+	if _, err := engine.Close(h.state, "b reviewed", engine.SystemClock{}); err != nil {
+		t.Fatal(err)
+	}
 	_, err = h.apply(context.Background(), h.load(src))
 	if !errors.Is(err, engine.ErrClosed) {
-		t.Fatalf("a completed campaign is closed: apply must refuse it, got %v", err)
+		t.Fatalf("a closed campaign: apply must refuse it, got %v", err)
 	}
 
 	// Resume proper: a journal that ends between steps (the process died after a's
