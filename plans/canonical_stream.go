@@ -125,7 +125,7 @@ func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 		b = appendJSONString(b, i.Cell)
 	}
 	b = append(b, `,"config":`...)
-	b, err := AppendCanonicalJSON(b, i.Config)
+	b, err := AppendCanonicalJSON(b, i.Config())
 	if err != nil {
 		return nil, err
 	}

@@ -130,7 +130,7 @@ func TestSeedInstances(t *testing.T) {
 			if diff := cmp.Diff(tc.dependsOn, inst.DependsOn); diff != "" {
 				t.Errorf("DependsOn (-want +got):\n%s", diff)
 			}
-			cfg := inst.Config
+			cfg := inst.Config()
 			if got := cfg.GetAttr("repetition"); !got.RawEquals(cty.NumberIntVal(tc.rep)) {
 				t.Errorf("repetition = %#v, want %d", got, tc.rep)
 			}
@@ -190,7 +190,7 @@ func TestUnknownRendering(t *testing.T) {
 			if !ok {
 				t.Fatalf("no instance %s", tc.addr)
 			}
-			if got := plans.CanonicalValue(tc.get(inst.Config)); got != tc.want {
+			if got := plans.CanonicalValue(tc.get(inst.Config())); got != tc.want {
 				t.Errorf("CanonicalValue = %#v, want %q", got, tc.want)
 			}
 			if !strings.Contains(string(mustJSON(t, p)), strings.ReplaceAll(tc.want, `"`, `\"`)) {
@@ -278,7 +278,7 @@ func TestSensitiveNeverInPlan(t *testing.T) {
 					if !ok {
 						t.Fatalf("no instance %s", tc.addr)
 					}
-					key := inst.Config.GetAttr("target").GetAttr("api_key")
+					key := inst.Config().GetAttr("target").GetAttr("api_key")
 					if got := plans.CanonicalValue(key); got != plans.SensitiveText {
 						t.Errorf("api_key renders as %#v, want %q", got, plans.SensitiveText)
 					}
