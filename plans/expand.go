@@ -45,6 +45,13 @@ type Instance struct {
 	evalConfig func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 	ev         *evaluator
 	data       []*DataBlock // the data blocks the instance reads, checked by Evaluate
+
+	// appendConfig, where set, appends AppendCanonicalJSON(b, evalConfig(ctx))
+	// without building the configuration (matrix blocks).
+	appendConfig func(b []byte, ctx *hcl.EvalContext) ([]byte, error)
+	// checkConfig, where set, returns evalConfig's diagnostics without building
+	// the configuration (matrix blocks).
+	checkConfig func(ctx *hcl.EvalContext) hcl.Diagnostics
 }
 
 // Evaluate computes the instance's configuration in ctx (see Plan.Context). The
@@ -176,7 +183,11 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	instDiags := make([]hcl.Diagnostics, len(p.Instances))
 	parallelFor(len(p.Instances), 256, func(n int) {
 		inst := p.Instances[n]
-		_, instDiags[n] = inst.evalConfig(ctx)
+		if inst.checkConfig != nil {
+			instDiags[n] = inst.checkConfig(ctx)
+		} else {
+			_, instDiags[n] = inst.evalConfig(ctx)
+		}
 	})
 	seen := map[string]bool{}
 	for _, d := range instDiags {
@@ -516,6 +527,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			"This matrix expands to %d blocks (%d arms x %d concurrencies x %d per cell); the limit is %d.", n, len(m.Arms), len(concs), perCell, maxMatrixInstances)}
 	}
 	shared := &matrixShared{m: m, implied: hcldec.ImpliedType(spec)}
+	shared.names = sortedKeys(shared.implied.AttributeTypes())
 	var insts []*Instance
 	var setups []armSetup
 	// mk builds one block instance of the matrix.
@@ -538,7 +550,12 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			cb.primed = (priming || rep > 1) && !redeployed
 			cb.expect = corpus.expect
 		}
-		inst.evalConfig = matrixConfig(shared, arm, cb)
+		cell := &matrixCell{shared: shared, arm: arm, cb: cb}
+		inst.evalConfig, inst.appendConfig = cell.config, cell.appendCanonical
+		inst.checkConfig = func(ctx *hcl.EvalContext) hcl.Diagnostics {
+			_, d := cell.attrs(ctx)
+			return d
+		}
 		return inst
 	}
 	if mo.Order == OrderDeclared {
@@ -623,6 +640,7 @@ type cellBlock struct {
 type matrixShared struct {
 	m       *Matrix
 	implied cty.Type
+	names   []string // implied's attribute names, sorted
 	mu      sync.Mutex
 	ctx     *hcl.EvalContext // the context memo belongs to; contexts are never changed once built
 	memo    map[sharedKey]sharedVal
@@ -637,11 +655,14 @@ type sharedKey struct {
 type sharedVal struct {
 	v     cty.Value
 	diags hcl.Diagnostics
+	json  []byte // AppendCanonicalJSON of v; nil when v could not be encoded
 }
 
-// get returns the value under key in ctx, computing it with f the first time.
-// Two instances may compute the same key at once; both get an equal value.
-func (s *matrixShared) get(ctx *hcl.EvalContext, key sharedKey, f func() (cty.Value, hcl.Diagnostics)) (cty.Value, hcl.Diagnostics) {
+// attr is the value of a configuration attribute converted to the block's type,
+// computed once per context and key: x's value, with this cell's entry picked
+// when perCell and x's value is a per-cell map; with req, the cell's request
+// count. Two instances may compute the same key at once; both get equal values.
+func (s *matrixShared) attr(ctx *hcl.EvalContext, key sharedKey, x hcl.Expression, perCell, req bool) sharedVal {
 	s.mu.Lock()
 	if s.ctx != ctx {
 		s.ctx, s.memo = ctx, map[sharedKey]sharedVal{}
@@ -649,38 +670,32 @@ func (s *matrixShared) get(ctx *hcl.EvalContext, key sharedKey, f func() (cty.Va
 	sv, ok := s.memo[key]
 	s.mu.Unlock()
 	if ok {
-		return sv.v, sv.diags
+		return sv
 	}
-	v, d := f()
-	s.mu.Lock()
-	if s.ctx == ctx {
-		s.memo[key] = sharedVal{v, d}
-	}
-	s.mu.Unlock()
-	return v, d
-}
-
-// attr is the value of a configuration attribute converted to the block's type:
-// x's value, with this cell's entry picked when perCell and x's value is a
-// per-cell map; with req, the cell's request count.
-func (s *matrixShared) attr(ctx *hcl.EvalContext, key sharedKey, x hcl.Expression, perCell, req bool) (cty.Value, hcl.Diagnostics) {
-	return s.get(ctx, key, func() (cty.Value, hcl.Diagnostics) {
-		v, diags := x.Value(ctx)
-		if req {
-			v = requestsFor(v, key.conc, x.Range(), &diags)
-			if diags.HasErrors() {
-				return v, diags
-			}
-		} else if perCell {
-			u, marks := v.Unmark()
-			if isCellMap(u) {
-				if e, ok := cellEntry(u, key.conc); ok {
-					v = e.WithMarks(marks)
-				}
+	v, diags := x.Value(ctx)
+	if req {
+		v = requestsFor(v, key.conc, x.Range(), &diags)
+	} else if perCell {
+		u, marks := v.Unmark()
+		if isCellMap(u) {
+			if e, ok := cellEntry(u, key.conc); ok {
+				v = e.WithMarks(marks)
 			}
 		}
-		return s.convert(key.attr, v, diags)
-	})
+	}
+	if !diags.HasErrors() {
+		v, diags = s.convert(key.attr, v, diags)
+	}
+	sv = sharedVal{v: v, diags: diags}
+	if !diags.HasErrors() {
+		sv.json, _ = AppendCanonicalJSON(nil, v)
+	}
+	s.mu.Lock()
+	if s.ctx == ctx {
+		s.memo[key] = sv
+	}
+	s.mu.Unlock()
+	return sv
 }
 
 // convert converts v to the block's type of attribute name.
@@ -694,57 +709,112 @@ func (s *matrixShared) convert(name string, v cty.Value, diags hcl.Diagnostics) 
 	return cv, diags
 }
 
-func matrixConfig(shared *matrixShared, arm *Arm, cb cellBlock) func(*hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
-	m, implied := shared.m, shared.implied
-	return func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
-		var diags hcl.Diagnostics
-		full := make(map[string]cty.Value, len(implied.AttributeTypes()))
-		put := func(key sharedKey, x hcl.Expression, perCell, req bool) {
-			v, d := shared.attr(ctx, key, x, perCell, req)
-			full[key.attr] = v
+// matrixCell is one block of a matrix: the matrix's shared values and its cell's own.
+type matrixCell struct {
+	shared *matrixShared
+	arm    *Arm
+	cb     cellBlock
+}
+
+// attrs are the block's configuration attributes that are not null, by name; a
+// shared value comes with its canonical JSON. On an error the values are not
+// complete.
+func (c *matrixCell) attrs(ctx *hcl.EvalContext) (map[string]sharedVal, hcl.Diagnostics) {
+	s, m, cb := c.shared, c.shared.m, c.cb
+	var diags hcl.Diagnostics
+	out := make(map[string]sharedVal, 16)
+	put := func(key sharedKey, x hcl.Expression, perCell, req bool) {
+		sv := s.attr(ctx, key, x, perCell, req)
+		out[key.attr] = sv
+		diags = append(diags, sv.diags...)
+	}
+	// The evaluated attributes come first, in the order they always were, so
+	// diagnostics keep their order.
+	put(sharedKey{attr: "target", arm: c.arm}, c.arm.Target, false, false)
+	put(sharedKey{attr: "workload", conc: cb.conc}, m.Attrs["workload"].Expr, true, false)
+	if a, ok := m.Attrs["corpus_seed"]; ok {
+		put(sharedKey{attr: "corpus_seed", conc: cb.conc}, a.Expr, true, false)
+	}
+	if a, ok := m.Attrs["gates"]; ok {
+		put(sharedKey{attr: "gates"}, a.Expr, false, false)
+	}
+	if a, ok := m.Attrs[AttrAgents]; ok {
+		put(sharedKey{attr: AttrAgents}, a.Expr, false, false)
+	}
+	put(sharedKey{attr: "requests", conc: cb.conc}, m.Attrs["requests"].Expr, false, true)
+	if diags.HasErrors() {
+		return out, diags
+	}
+	cell := map[string]cty.Value{
+		"concurrency": cty.NumberIntVal(int64(cb.conc)),
+		"repetition":  cty.NumberIntVal(int64(cb.rep)),
+		"arm":         cty.StringVal(c.arm.Name),
+		"cell":        cty.StringVal(cb.cell),
+		"phase":       cty.StringVal(cb.phase),
+		"primed":      cty.BoolVal(cb.primed),
+		"reset_cache": cty.BoolVal(cb.reset),
+	}
+	if cb.expect != "" {
+		cell["expect_cache"] = cty.StringVal(cb.expect)
+	}
+	for name, v := range cell {
+		if s.implied.HasAttribute(name) {
+			cv, d := s.convert(name, v, nil)
+			out[name] = sharedVal{v: cv}
 			diags = append(diags, d...)
 		}
-		put(sharedKey{attr: "target", arm: arm}, arm.Target, false, false)
-		put(sharedKey{attr: "workload", conc: cb.conc}, m.Attrs["workload"].Expr, true, false)
-		if a, ok := m.Attrs["corpus_seed"]; ok {
-			put(sharedKey{attr: "corpus_seed", conc: cb.conc}, a.Expr, true, false)
-		}
-		if a, ok := m.Attrs["gates"]; ok {
-			put(sharedKey{attr: "gates"}, a.Expr, false, false)
-		}
-		if a, ok := m.Attrs[AttrAgents]; ok {
-			put(sharedKey{attr: AttrAgents}, a.Expr, false, false)
-		}
-		put(sharedKey{attr: "requests", conc: cb.conc}, m.Attrs["requests"].Expr, false, true)
-		if diags.HasErrors() {
-			return cty.DynamicVal, diags
-		}
-		cell := map[string]cty.Value{
-			"concurrency": cty.NumberIntVal(int64(cb.conc)),
-			"repetition":  cty.NumberIntVal(int64(cb.rep)),
-			"arm":         cty.StringVal(arm.Name),
-			"cell":        cty.StringVal(cb.cell),
-			"phase":       cty.StringVal(cb.phase),
-			"primed":      cty.BoolVal(cb.primed),
-			"reset_cache": cty.BoolVal(cb.reset),
-		}
-		if cb.expect != "" {
-			cell["expect_cache"] = cty.StringVal(cb.expect)
-		}
-		for name, v := range cell {
-			if implied.HasAttribute(name) {
-				cv, d := shared.convert(name, v, nil)
-				full[name] = cv
-				diags = append(diags, d...)
-			}
-		}
-		for name, aty := range implied.AttributeTypes() {
-			if _, ok := full[name]; !ok {
-				full[name] = cty.NullVal(aty)
-			}
-		}
-		return cty.ObjectVal(full), diags
 	}
+	return out, diags
+}
+
+// config is the block's configuration object: every attribute of the block step
+// type, null where the matrix sets nothing.
+func (c *matrixCell) config(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	attrs, diags := c.attrs(ctx)
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	full := make(map[string]cty.Value, len(c.shared.names))
+	for name, aty := range c.shared.implied.AttributeTypes() {
+		if a, ok := attrs[name]; ok {
+			full[name] = a.v
+		} else {
+			full[name] = cty.NullVal(aty)
+		}
+	}
+	return cty.ObjectVal(full), diags
+}
+
+// appendCanonical appends AppendCanonicalJSON of config(ctx) without building the
+// object, copying the JSON of the shared values: the attributes in sorted order,
+// each value as AppendCanonicalJSON writes it, null for those the matrix leaves
+// unset.
+func (c *matrixCell) appendCanonical(b []byte, ctx *hcl.EvalContext) ([]byte, error) {
+	attrs, diags := c.attrs(ctx)
+	if diags.HasErrors() {
+		return AppendCanonicalJSON(b, cty.DynamicVal)
+	}
+	b = append(b, '{')
+	for n, name := range c.shared.names {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, name)
+		b = append(b, ':')
+		a, ok := attrs[name]
+		switch {
+		case !ok:
+			b = append(b, "null"...)
+		case a.json != nil:
+			b = append(b, a.json...)
+		default:
+			var err error
+			if b, err = AppendCanonicalJSON(b, a.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // requestsFor picks the request count of one concurrency: requests is a number, or
