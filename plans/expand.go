@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -552,10 +553,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 		}
 		cell := &matrixCell{shared: shared, arm: arm, cb: cb}
 		inst.evalConfig, inst.appendConfig = cell.config, cell.appendCanonical
-		inst.checkConfig = func(ctx *hcl.EvalContext) hcl.Diagnostics {
-			_, d := cell.attrs(ctx)
-			return d
-		}
+		inst.checkConfig = cell.check
 		return inst
 	}
 	if mo.Order == OrderDeclared {
@@ -716,68 +714,90 @@ type matrixCell struct {
 	cb     cellBlock
 }
 
-// attrs are the block's configuration attributes that are not null, by name; a
-// shared value comes with its canonical JSON. On an error the values are not
-// complete.
-func (c *matrixCell) attrs(ctx *hcl.EvalContext) (map[string]sharedVal, hcl.Diagnostics) {
+// evaluatedAttrs are the attributes a block takes from the matrix's expressions,
+// in the order their diagnostics are reported.
+var evaluatedAttrs = []string{"target", "workload", "corpus_seed", "gates", AttrAgents, "requests"}
+
+// value is the block's attribute name; false when the matrix leaves it null. A
+// value taken from the matrix's expressions is shared and comes with its
+// canonical JSON; the cell's own values are made on each call, which costs less
+// than keeping them.
+func (c *matrixCell) value(ctx *hcl.EvalContext, name string) (sharedVal, bool) {
 	s, m, cb := c.shared, c.shared.m, c.cb
+	var v cty.Value
+	switch name {
+	case "target":
+		return s.attr(ctx, sharedKey{attr: name, arm: c.arm}, c.arm.Target, false, false), true
+	case "workload", "corpus_seed":
+		if a, ok := m.Attrs[name]; ok {
+			return s.attr(ctx, sharedKey{attr: name, conc: cb.conc}, a.Expr, true, false), true
+		}
+		return sharedVal{}, false
+	case "gates", AttrAgents:
+		if a, ok := m.Attrs[name]; ok {
+			return s.attr(ctx, sharedKey{attr: name}, a.Expr, false, false), true
+		}
+		return sharedVal{}, false
+	case "requests":
+		return s.attr(ctx, sharedKey{attr: name, conc: cb.conc}, m.Attrs[name].Expr, false, true), true
+	case "concurrency":
+		v = cty.NumberIntVal(int64(cb.conc))
+	case "repetition":
+		v = cty.NumberIntVal(int64(cb.rep))
+	case "arm":
+		v = cty.StringVal(c.arm.Name)
+	case "cell":
+		v = cty.StringVal(cb.cell)
+	case metaPhase:
+		v = cty.StringVal(cb.phase)
+	case "primed":
+		v = cty.BoolVal(cb.primed)
+	case "reset_cache":
+		v = cty.BoolVal(cb.reset)
+	case "expect_cache":
+		if cb.expect == "" {
+			return sharedVal{}, false
+		}
+		v = cty.StringVal(cb.expect)
+	default:
+		return sharedVal{}, false
+	}
+	cv, d := s.convert(name, v, nil)
+	return sharedVal{v: cv, diags: d}, true
+}
+
+// check is the diagnostics of the block's configuration.
+func (c *matrixCell) check(ctx *hcl.EvalContext) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	out := make(map[string]sharedVal, 16)
-	put := func(key sharedKey, x hcl.Expression, perCell, req bool) {
-		sv := s.attr(ctx, key, x, perCell, req)
-		out[key.attr] = sv
-		diags = append(diags, sv.diags...)
-	}
-	// The evaluated attributes come first, in the order they always were, so
-	// diagnostics keep their order.
-	put(sharedKey{attr: "target", arm: c.arm}, c.arm.Target, false, false)
-	put(sharedKey{attr: "workload", conc: cb.conc}, m.Attrs["workload"].Expr, true, false)
-	if a, ok := m.Attrs["corpus_seed"]; ok {
-		put(sharedKey{attr: "corpus_seed", conc: cb.conc}, a.Expr, true, false)
-	}
-	if a, ok := m.Attrs["gates"]; ok {
-		put(sharedKey{attr: "gates"}, a.Expr, false, false)
-	}
-	if a, ok := m.Attrs[AttrAgents]; ok {
-		put(sharedKey{attr: AttrAgents}, a.Expr, false, false)
-	}
-	put(sharedKey{attr: "requests", conc: cb.conc}, m.Attrs["requests"].Expr, false, true)
-	if diags.HasErrors() {
-		return out, diags
-	}
-	cell := map[string]cty.Value{
-		"concurrency": cty.NumberIntVal(int64(cb.conc)),
-		"repetition":  cty.NumberIntVal(int64(cb.rep)),
-		"arm":         cty.StringVal(c.arm.Name),
-		"cell":        cty.StringVal(cb.cell),
-		"phase":       cty.StringVal(cb.phase),
-		"primed":      cty.BoolVal(cb.primed),
-		"reset_cache": cty.BoolVal(cb.reset),
-	}
-	if cb.expect != "" {
-		cell["expect_cache"] = cty.StringVal(cb.expect)
-	}
-	for name, v := range cell {
-		if s.implied.HasAttribute(name) {
-			cv, d := s.convert(name, v, nil)
-			out[name] = sharedVal{v: cv}
-			diags = append(diags, d...)
+	for _, name := range evaluatedAttrs {
+		if sv, ok := c.value(ctx, name); ok {
+			diags = append(diags, sv.diags...)
 		}
 	}
-	return out, diags
+	if diags.HasErrors() {
+		return diags
+	}
+	for _, name := range c.shared.names {
+		if !slices.Contains(evaluatedAttrs, name) {
+			if sv, ok := c.value(ctx, name); ok {
+				diags = append(diags, sv.diags...)
+			}
+		}
+	}
+	return diags
 }
 
 // config is the block's configuration object: every attribute of the block step
 // type, null where the matrix sets nothing.
 func (c *matrixCell) config(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
-	attrs, diags := c.attrs(ctx)
+	diags := c.check(ctx)
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
 	full := make(map[string]cty.Value, len(c.shared.names))
 	for name, aty := range c.shared.implied.AttributeTypes() {
-		if a, ok := attrs[name]; ok {
-			full[name] = a.v
+		if sv, ok := c.value(ctx, name); ok {
+			full[name] = sv.v
 		} else {
 			full[name] = cty.NullVal(aty)
 		}
@@ -790,10 +810,7 @@ func (c *matrixCell) config(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 // each value as AppendCanonicalJSON writes it, null for those the matrix leaves
 // unset.
 func (c *matrixCell) appendCanonical(b []byte, ctx *hcl.EvalContext) ([]byte, error) {
-	attrs, diags := c.attrs(ctx)
-	if diags.HasErrors() {
-		return AppendCanonicalJSON(b, cty.DynamicVal)
-	}
+	start := len(b)
 	b = append(b, '{')
 	for n, name := range c.shared.names {
 		if n > 0 {
@@ -801,15 +818,18 @@ func (c *matrixCell) appendCanonical(b []byte, ctx *hcl.EvalContext) ([]byte, er
 		}
 		b = appendJSONString(b, name)
 		b = append(b, ':')
-		a, ok := attrs[name]
+		sv, ok := c.value(ctx, name)
 		switch {
+		case sv.diags.HasErrors():
+			// config would be cty.DynamicVal.
+			return AppendCanonicalJSON(b[:start], cty.DynamicVal)
 		case !ok:
 			b = append(b, "null"...)
-		case a.json != nil:
-			b = append(b, a.json...)
+		case sv.json != nil:
+			b = append(b, sv.json...)
 		default:
 			var err error
-			if b, err = AppendCanonicalJSON(b, a.v); err != nil {
+			if b, err = AppendCanonicalJSON(b, sv.v); err != nil {
 				return nil, err
 			}
 		}
