@@ -24,7 +24,8 @@ import (
 // plan hashes frozen before this writer existed still match. A matrix block's
 // configuration is written without being built as a cty object, from the JSON of
 // the values the matrix's blocks share (matrixCell.appendCanonical); the same test
-// holds it to Config's encoding.
+// holds it to Config's encoding. Other steps' configuration JSON is kept from
+// Load's evaluation (Instance.configJSON).
 
 // writeCanonical writes the canonical plan JSON to w.
 func (p *Plan) writeCanonical(w io.Writer) error {
@@ -129,9 +130,12 @@ func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"config":`...)
 	var err error
-	if i.appendConfig != nil && i.ev != nil && i.ev.planCtx != nil {
+	switch {
+	case i.configJSON != nil:
+		b = append(b, i.configJSON...)
+	case i.appendConfig != nil && i.ev != nil && i.ev.planCtx != nil:
 		b, err = i.appendConfig(b, i.ev.planCtx)
-	} else {
+	default:
 		b, err = AppendCanonicalJSON(b, i.Config())
 	}
 	if err != nil {

@@ -53,6 +53,9 @@ type Instance struct {
 	// checkConfig, where set, returns evalConfig's diagnostics without building
 	// the configuration (matrix blocks).
 	checkConfig func(ctx *hcl.EvalContext) hcl.Diagnostics
+	// configJSON, where set, is AppendCanonicalJSON of the plan-time
+	// configuration, kept by Load (steps other than matrix blocks).
+	configJSON []byte
 }
 
 // Evaluate computes the instance's configuration in ctx (see Plan.Context). The
@@ -186,8 +189,16 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 		inst := p.Instances[n]
 		if inst.checkConfig != nil {
 			instDiags[n] = inst.checkConfig(ctx)
-		} else {
-			_, instDiags[n] = inst.evalConfig(ctx)
+			return
+		}
+		v, d := inst.evalConfig(ctx)
+		instDiags[n] = d
+		if !d.HasErrors() {
+			// Kept for the plan hash: a step's configuration JSON is a few hundred
+			// bytes, decoding it again costs tens of microseconds.
+			if b, err := AppendCanonicalJSON(nil, v); err == nil {
+				inst.configJSON = slices.Clip(b)
+			}
 		}
 	})
 	seen := map[string]bool{}
