@@ -508,10 +508,14 @@ func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, pl
 	pinned := map[string]string{}
 	for _, inst := range plan.Instances {
 		pi, ok := reg[inst.Type].(PinnedInputs)
-		if !ok || !plans.IsWholeKnown(inst.Config) {
+		if !ok {
 			continue
 		}
-		cfg, _ := inst.Config.UnmarkDeep()
+		cfg := inst.Config()
+		if !plans.IsWholeKnown(cfg) {
+			continue
+		}
+		cfg, _ = cfg.UnmarkDeep()
 		d, err := pi.PinnedInputs(cfg, plan.BaseDir)
 		if err != nil {
 			return fmt.Errorf("pinned inputs of %s: %w", inst.Addr, err)

@@ -134,7 +134,7 @@ func (i *Instance) canonical() map[string]any {
 		"type":       i.Type,
 		"depends_on": deps,
 		"meta":       meta,
-		"config":     CanonicalValue(i.Config),
+		"config":     CanonicalValue(i.Config()),
 		"source":     i.source,
 	}
 	if i.Cell != "" {

@@ -21,7 +21,11 @@ import (
 // maps and handed to encoding/json: for a campaign of 100,000 instances the maps
 // and reflection cost more than the rest of loading. The bytes are the same ones
 // encoding/json writes for Canonical() (TestCanonicalStreamMatchesEncodingJSON), so
-// plan hashes frozen before this writer existed still match.
+// plan hashes frozen before this writer existed still match. A matrix block's
+// configuration is written without being built as a cty object, from the JSON of
+// the values the matrix's blocks share (matrixCell.appendCanonical); the same test
+// holds it to Config's encoding. Other steps' configuration JSON is kept from
+// Load's evaluation (Instance.configJSON).
 
 // writeCanonical writes the canonical plan JSON to w.
 func (p *Plan) writeCanonical(w io.Writer) error {
@@ -125,7 +129,15 @@ func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 		b = appendJSONString(b, i.Cell)
 	}
 	b = append(b, `,"config":`...)
-	b, err := AppendCanonicalJSON(b, i.Config)
+	var err error
+	switch {
+	case i.configJSON != nil:
+		b = append(b, i.configJSON...)
+	case i.appendConfig != nil && i.ev != nil && i.ev.planCtx != nil:
+		b, err = i.appendConfig(b, i.ev.planCtx)
+	default:
+		b, err = AppendCanonicalJSON(b, i.Config())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -289,8 +289,8 @@ func TestMatrixPhase(t *testing.T) {
 		if !ok {
 			t.Fatalf("no %s", addr)
 		}
-		if inst.Meta.Phase != want || inst.Config.GetAttr("phase").AsString() != want {
-			t.Errorf("%s phase = %q (config %q), want %q", addr, inst.Meta.Phase, inst.Config.GetAttr("phase").AsString(), want)
+		if inst.Meta.Phase != want || inst.Config().GetAttr("phase").AsString() != want {
+			t.Errorf("%s phase = %q (config %q), want %q", addr, inst.Meta.Phase, inst.Config().GetAttr("phase").AsString(), want)
 		}
 	}
 	def := mustLoad(t, writeCampaign(t, decisionBase), plans.Options{})

@@ -246,9 +246,10 @@ func (d *sourceDigester) text(r hcl.Range) []byte {
 	return f.Bytes[r.Start.Byte:r.End.Byte]
 }
 
+// wholeKnown is IsWholeKnown without a copy: IsWhollyKnown looks through marks
+// at every level itself, where UnmarkDeep rebuilt the value first.
 func wholeKnown(v cty.Value) bool {
-	u, _ := v.UnmarkDeep()
-	return u.IsWhollyKnown()
+	return v.IsWhollyKnown()
 }
 
 func canonicalValueText(v cty.Value) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/dominikbraun/graph"
 	"github.com/hashicorp/hcl/v2"
@@ -29,6 +30,10 @@ type evaluator struct {
 	planCtx *hcl.EvalContext
 	// vocab is what the step types know of the values data blocks hold.
 	vocab *Vocabulary
+	// noSteps makes the context without steps once (context).
+	noSteps      sync.Once
+	noStepsCtx   *hcl.EvalContext
+	noStepsDiags hcl.Diagnostics
 }
 
 func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
@@ -228,6 +233,17 @@ func (p *Plan) Context(outputs Outputs) (*hcl.EvalContext, hcl.Diagnostics) {
 }
 
 func (e *evaluator) context(outputs Outputs, withSteps bool) (*hcl.EvalContext, hcl.Diagnostics) {
+	if withSteps {
+		return e.buildContext(outputs, true)
+	}
+	// The context without steps depends on nothing that changes after the
+	// evaluator is made; checking data values and expansion both use it, and
+	// building it evaluates every data block.
+	e.noSteps.Do(func() { e.noStepsCtx, e.noStepsDiags = e.buildContext(nil, false) })
+	return e.noStepsCtx, e.noStepsDiags
+}
+
+func (e *evaluator) buildContext(outputs Outputs, withSteps bool) (*hcl.EvalContext, hcl.Diagnostics) {
 	// outcome.* is known only when the engine evaluates a condition.
 	base := map[string]cty.Value{"var": e.vars, "step": cty.DynamicVal, "outcome": cty.DynamicVal}
 	if withSteps {

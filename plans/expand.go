@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/dominikbraun/graph"
 	"github.com/hashicorp/hcl/v2"
@@ -28,11 +30,8 @@ type Instance struct {
 	// After are instances this one starts after, whatever their outcome: the arms of
 	// a matrix run in order even when an arm stops, and a condition reads the
 	// outcomes it names only once they are settled. Sorted.
-	After []string
-	Meta  Meta
-	// Config is the configuration evaluated at plan time; values produced by other
-	// steps are unknown here. The engine re-evaluates with real outputs before a run.
-	Config    cty.Value
+	After     []string
+	Meta      Meta
 	DeclRange hcl.Range
 
 	// Matrix instances carry their cell: arm, concurrency and repetition.
@@ -48,6 +47,16 @@ type Instance struct {
 	evalConfig func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics)
 	ev         *evaluator
 	data       []*DataBlock // the data blocks the instance reads, checked by Evaluate
+
+	// appendConfig, where set, appends AppendCanonicalJSON(b, evalConfig(ctx))
+	// without building the configuration (matrix blocks).
+	appendConfig func(b []byte, ctx *hcl.EvalContext) ([]byte, error)
+	// checkConfig, where set, returns evalConfig's diagnostics without building
+	// the configuration (matrix blocks).
+	checkConfig func(ctx *hcl.EvalContext) hcl.Diagnostics
+	// configJSON, where set, is AppendCanonicalJSON of the plan-time
+	// configuration, kept by Load (steps other than matrix blocks).
+	configJSON []byte
 }
 
 // Evaluate computes the instance's configuration in ctx (see Plan.Context). The
@@ -62,6 +71,20 @@ func (i *Instance) Evaluate(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		return cty.DynamicVal, diags
 	}
 	return i.evalConfig(ctx)
+}
+
+// Config is the configuration evaluated at plan time; values produced by other
+// steps are unknown in it. The engine re-evaluates with real outputs before a run.
+// It is evaluated again on each call rather than kept: the configurations of a
+// 119,000-instance campaign held about 220 MB for as long as the plan lived, and
+// what a plan does with them (its hash, plan show) reads each once. Evaluation in
+// the plan-time context is deterministic, and its diagnostics were Load's.
+func (i *Instance) Config() cty.Value {
+	if i.evalConfig == nil || i.ev == nil || i.ev.planCtx == nil {
+		return cty.NilVal
+	}
+	v, _ := i.evalConfig(i.ev.planCtx)
+	return v
 }
 
 // Predecessors are every instance this one starts after: its dependencies and its
@@ -165,7 +188,19 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	instDiags := make([]hcl.Diagnostics, len(p.Instances))
 	parallelFor(len(p.Instances), 256, func(n int) {
 		inst := p.Instances[n]
-		inst.Config, instDiags[n] = inst.evalConfig(ctx)
+		if inst.checkConfig != nil {
+			instDiags[n] = inst.checkConfig(ctx)
+			return
+		}
+		v, d := inst.evalConfig(ctx)
+		instDiags[n] = d
+		if !d.HasErrors() {
+			// Kept for the plan hash: a step's configuration JSON is a few hundred
+			// bytes, decoding it again costs tens of microseconds.
+			if b, err := AppendCanonicalJSON(nil, v); err == nil {
+				inst.configJSON = slices.Clip(b)
+			}
+		}
 	})
 	seen := map[string]bool{}
 	for _, d := range instDiags {
@@ -514,7 +549,8 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 		return nil, nil, hcl.Diagnostics{errorAt(m.DeclRange, "Matrix too large",
 			"This matrix expands to %d blocks (%d arms x %d concurrencies x %d per cell); the limit is %d.", n, len(m.Arms), len(concs), perCell, maxMatrixInstances)}
 	}
-	implied := hcldec.ImpliedType(spec)
+	shared := &matrixShared{m: m, implied: hcldec.ImpliedType(spec)}
+	shared.names = sortedKeys(shared.implied.AttributeTypes())
 	var insts []*Instance
 	var setups []armSetup
 	// mk builds one block instance of the matrix.
@@ -537,7 +573,9 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			cb.primed = (priming || rep > 1) && !redeployed
 			cb.expect = corpus.expect
 		}
-		inst.evalConfig = matrixConfig(m, arm, cb, implied)
+		cell := &matrixCell{shared: shared, arm: arm, cb: cb}
+		inst.evalConfig, inst.appendConfig = cell.config, cell.appendCanonical
+		inst.checkConfig = cell.check
 		return inst
 	}
 	if mo.Order == OrderDeclared {
@@ -613,69 +651,212 @@ type cellBlock struct {
 	expect        string // "" = the block derives its expected cache state
 }
 
-func matrixConfig(m *Matrix, arm *Arm, cb cellBlock, implied cty.Type) func(*hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
-	return func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
-		var diags hcl.Diagnostics
-		val := func(x hcl.Expression) cty.Value {
-			v, d := x.Value(ctx)
-			diags = append(diags, d...)
-			return v
-		}
-		// perCell picks this cell's entry when v is a per-cell map.
-		perCell := func(v cty.Value) cty.Value {
-			u, marks := v.Unmark()
-			if isCellMap(u) {
-				if e, ok := cellEntry(u, cb.conc); ok {
-					return e.WithMarks(marks)
-				}
-			}
-			return v
-		}
-		obj := map[string]cty.Value{
-			"target":      val(arm.Target),
-			"workload":    perCell(val(m.Attrs["workload"].Expr)),
-			"concurrency": cty.NumberIntVal(int64(cb.conc)),
-			"repetition":  cty.NumberIntVal(int64(cb.rep)),
-			"arm":         cty.StringVal(arm.Name),
-			"cell":        cty.StringVal(cb.cell),
-			"phase":       cty.StringVal(cb.phase),
-			"primed":      cty.BoolVal(cb.primed),
-			"reset_cache": cty.BoolVal(cb.reset),
-		}
-		if cb.expect != "" {
-			obj["expect_cache"] = cty.StringVal(cb.expect)
-		}
-		if a, ok := m.Attrs["corpus_seed"]; ok {
-			obj["corpus_seed"] = perCell(val(a.Expr))
-		}
-		if a, ok := m.Attrs["gates"]; ok {
-			obj["gates"] = val(a.Expr)
-		}
-		if a, ok := m.Attrs[AttrAgents]; ok {
-			obj[AttrAgents] = val(a.Expr)
-		}
-		reqAttr := m.Attrs["requests"]
-		req := val(reqAttr.Expr)
-		obj["requests"] = requestsFor(req, cb.conc, reqAttr.Expr.Range(), &diags)
-		if diags.HasErrors() {
-			return cty.DynamicVal, diags
-		}
-		full := map[string]cty.Value{}
-		for name, aty := range implied.AttributeTypes() {
-			v, ok := obj[name]
-			if !ok {
-				full[name] = cty.NullVal(aty)
-				continue
-			}
-			cv, err := convertMarked(v, aty)
-			if err != nil {
-				diags = append(diags, errorAt(m.DeclRange, "Incorrect matrix value", "%s: %s.", name, err))
-				cv = cty.UnknownVal(aty)
-			}
-			full[name] = cv
-		}
-		return cty.ObjectVal(full), diags
+// matrixShared is what the instances of one matrix have in common: each
+// attribute's value depends on the context, the arm (its target) and the
+// concurrency (a per-cell map), never on the repetition or phase. It is evaluated
+// once per context and key and shared, since cty values are immutable; a 10 MB
+// campaign's 76,000 blocks otherwise evaluated, marked and converted every
+// matrix attribute 76,000 times.
+type matrixShared struct {
+	m       *Matrix
+	implied cty.Type
+	names   []string // implied's attribute names, sorted
+	mu      sync.Mutex
+	ctx     *hcl.EvalContext // the context memo belongs to; contexts are never changed once built
+	memo    map[sharedKey]sharedVal
+}
+
+type sharedKey struct {
+	attr string
+	arm  *Arm // nil unless the value is the arm's
+	conc int  // 0 unless the value is the cell's
+}
+
+type sharedVal struct {
+	v     cty.Value
+	diags hcl.Diagnostics
+	json  []byte // AppendCanonicalJSON of v; nil when v could not be encoded
+}
+
+// attr is the value of a configuration attribute converted to the block's type,
+// computed once per context and key: x's value, with this cell's entry picked
+// when perCell and x's value is a per-cell map; with req, the cell's request
+// count. Two instances may compute the same key at once; both get equal values.
+func (s *matrixShared) attr(ctx *hcl.EvalContext, key sharedKey, x hcl.Expression, perCell, req bool) sharedVal {
+	s.mu.Lock()
+	if s.ctx != ctx {
+		s.ctx, s.memo = ctx, map[sharedKey]sharedVal{}
 	}
+	sv, ok := s.memo[key]
+	s.mu.Unlock()
+	if ok {
+		return sv
+	}
+	v, diags := x.Value(ctx)
+	if req {
+		v = requestsFor(v, key.conc, x.Range(), &diags)
+	} else if perCell {
+		u, marks := v.Unmark()
+		if isCellMap(u) {
+			if e, ok := cellEntry(u, key.conc); ok {
+				v = e.WithMarks(marks)
+			}
+		}
+	}
+	if !diags.HasErrors() {
+		v, diags = s.convert(key.attr, v, diags)
+	}
+	sv = sharedVal{v: v, diags: diags}
+	if !diags.HasErrors() {
+		sv.json, _ = AppendCanonicalJSON(nil, v)
+	}
+	s.mu.Lock()
+	if s.ctx == ctx {
+		s.memo[key] = sv
+	}
+	s.mu.Unlock()
+	return sv
+}
+
+// convert converts v to the block's type of attribute name.
+func (s *matrixShared) convert(name string, v cty.Value, diags hcl.Diagnostics) (cty.Value, hcl.Diagnostics) {
+	aty := s.implied.AttributeType(name)
+	cv, err := convertMarked(v, aty)
+	if err != nil {
+		diags = append(diags, errorAt(s.m.DeclRange, "Incorrect matrix value", "%s: %s.", name, err))
+		cv = cty.UnknownVal(aty)
+	}
+	return cv, diags
+}
+
+// matrixCell is one block of a matrix: the matrix's shared values and its cell's own.
+type matrixCell struct {
+	shared *matrixShared
+	arm    *Arm
+	cb     cellBlock
+}
+
+// evaluatedAttrs are the attributes a block takes from the matrix's expressions,
+// in the order their diagnostics are reported.
+var evaluatedAttrs = []string{"target", "workload", "corpus_seed", "gates", AttrAgents, "requests"}
+
+// value is the block's attribute name; false when the matrix leaves it null. A
+// value taken from the matrix's expressions is shared and comes with its
+// canonical JSON; the cell's own values are made on each call, which costs less
+// than keeping them.
+func (c *matrixCell) value(ctx *hcl.EvalContext, name string) (sharedVal, bool) {
+	s, m, cb := c.shared, c.shared.m, c.cb
+	var v cty.Value
+	switch name {
+	case "target":
+		return s.attr(ctx, sharedKey{attr: name, arm: c.arm}, c.arm.Target, false, false), true
+	case "workload", "corpus_seed":
+		if a, ok := m.Attrs[name]; ok {
+			return s.attr(ctx, sharedKey{attr: name, conc: cb.conc}, a.Expr, true, false), true
+		}
+		return sharedVal{}, false
+	case "gates", AttrAgents:
+		if a, ok := m.Attrs[name]; ok {
+			return s.attr(ctx, sharedKey{attr: name}, a.Expr, false, false), true
+		}
+		return sharedVal{}, false
+	case "requests":
+		return s.attr(ctx, sharedKey{attr: name, conc: cb.conc}, m.Attrs[name].Expr, false, true), true
+	case "concurrency":
+		v = cty.NumberIntVal(int64(cb.conc))
+	case "repetition":
+		v = cty.NumberIntVal(int64(cb.rep))
+	case "arm":
+		v = cty.StringVal(c.arm.Name)
+	case "cell":
+		v = cty.StringVal(cb.cell)
+	case metaPhase:
+		v = cty.StringVal(cb.phase)
+	case "primed":
+		v = cty.BoolVal(cb.primed)
+	case "reset_cache":
+		v = cty.BoolVal(cb.reset)
+	case "expect_cache":
+		if cb.expect == "" {
+			return sharedVal{}, false
+		}
+		v = cty.StringVal(cb.expect)
+	default:
+		return sharedVal{}, false
+	}
+	cv, d := s.convert(name, v, nil)
+	return sharedVal{v: cv, diags: d}, true
+}
+
+// check is the diagnostics of the block's configuration.
+func (c *matrixCell) check(ctx *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, name := range evaluatedAttrs {
+		if sv, ok := c.value(ctx, name); ok {
+			diags = append(diags, sv.diags...)
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	for _, name := range c.shared.names {
+		if !slices.Contains(evaluatedAttrs, name) {
+			if sv, ok := c.value(ctx, name); ok {
+				diags = append(diags, sv.diags...)
+			}
+		}
+	}
+	return diags
+}
+
+// config is the block's configuration object: every attribute of the block step
+// type, null where the matrix sets nothing.
+func (c *matrixCell) config(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	diags := c.check(ctx)
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	full := make(map[string]cty.Value, len(c.shared.names))
+	for name, aty := range c.shared.implied.AttributeTypes() {
+		if sv, ok := c.value(ctx, name); ok {
+			full[name] = sv.v
+		} else {
+			full[name] = cty.NullVal(aty)
+		}
+	}
+	return cty.ObjectVal(full), diags
+}
+
+// appendCanonical appends AppendCanonicalJSON of config(ctx) without building the
+// object, copying the JSON of the shared values: the attributes in sorted order,
+// each value as AppendCanonicalJSON writes it, null for those the matrix leaves
+// unset.
+func (c *matrixCell) appendCanonical(b []byte, ctx *hcl.EvalContext) ([]byte, error) {
+	start := len(b)
+	b = append(b, '{')
+	for n, name := range c.shared.names {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, name)
+		b = append(b, ':')
+		sv, ok := c.value(ctx, name)
+		switch {
+		case sv.diags.HasErrors():
+			// config would be cty.DynamicVal.
+			return AppendCanonicalJSON(b[:start], cty.DynamicVal)
+		case !ok:
+			b = append(b, "null"...)
+		case sv.json != nil:
+			b = append(b, sv.json...)
+		default:
+			var err error
+			if b, err = AppendCanonicalJSON(b, sv.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // requestsFor picks the request count of one concurrency: requests is a number, or

@@ -98,7 +98,7 @@ step "exec" "e" {
 	}
 	p := mustLoad(t, path, plans.Options{})
 	inst, _ := p.Instance("exec.e")
-	got := inst.Config.GetAttr("command")
+	got := inst.Config().GetAttr("command")
 	if got.LengthInt() != 4 || got.Index(cty.NumberIntVal(0)).AsString() != "a" || got.Index(cty.NumberIntVal(3)).AsString() != fmt.Sprint(n+1) {
 		t.Errorf("command = %#v", got)
 	}

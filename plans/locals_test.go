@@ -88,10 +88,10 @@ func TestLocals(t *testing.T) {
 	if !ok {
 		t.Fatal("no block.alone")
 	}
-	if got := alone.Config.GetAttr("requests"); !got.RawEquals(cty.NumberIntVal(8)) {
+	if got := alone.Config().GetAttr("requests"); !got.RawEquals(cty.NumberIntVal(8)) {
 		t.Errorf("block.alone requests = %#v, want 8 (var.scale * 4 through a local)", got)
 	}
-	if got := alone.Config.GetAttr("target").GetAttr("endpoint"); got.AsString() != "http://127.0.0.1:8002" {
+	if got := alone.Config().GetAttr("target").GetAttr("endpoint"); got.AsString() != "http://127.0.0.1:8002" {
 		t.Errorf("target endpoint = %s, want the port from a local", got.AsString())
 	}
 	// local.concs = [1, 4]: the matrix has both cells, and its blocks wait for the

@@ -110,7 +110,7 @@ func TestMatrixCorpusPerCell(t *testing.T) {
 		if inst.Type != "block" {
 			continue
 		}
-		c := inst.Config
+		c := inst.Config()
 		got[inst.Addr] = row{
 			Workload: str(c.GetAttr("workload").GetAttr("name")), Seed: str(c.GetAttr("corpus_seed")),
 			Phase: str(c.GetAttr("phase")), Primed: str(c.GetAttr("primed")),
@@ -152,7 +152,7 @@ func TestMatrixAgents(t *testing.T) {
 		if inst.Type != "block" {
 			continue
 		}
-		a := inst.Config.GetAttr("agents")
+		a := inst.Config().GetAttr("agents")
 		want := inst.Name == "lane"
 		if a.IsNull() == want {
 			t.Fatalf("%s: agents %#v", inst.Addr, a)

@@ -130,7 +130,7 @@ func TestSeedInstances(t *testing.T) {
 			if diff := cmp.Diff(tc.dependsOn, inst.DependsOn); diff != "" {
 				t.Errorf("DependsOn (-want +got):\n%s", diff)
 			}
-			cfg := inst.Config
+			cfg := inst.Config()
 			if got := cfg.GetAttr("repetition"); !got.RawEquals(cty.NumberIntVal(tc.rep)) {
 				t.Errorf("repetition = %#v, want %d", got, tc.rep)
 			}
@@ -190,7 +190,7 @@ func TestUnknownRendering(t *testing.T) {
 			if !ok {
 				t.Fatalf("no instance %s", tc.addr)
 			}
-			if got := plans.CanonicalValue(tc.get(inst.Config)); got != tc.want {
+			if got := plans.CanonicalValue(tc.get(inst.Config())); got != tc.want {
 				t.Errorf("CanonicalValue = %#v, want %q", got, tc.want)
 			}
 			if !strings.Contains(string(mustJSON(t, p)), strings.ReplaceAll(tc.want, `"`, `\"`)) {
@@ -204,6 +204,7 @@ func TestUnknownRendering(t *testing.T) {
 // engine does: the seed's counts come out as 52 and 160.
 func TestContextOutputs(t *testing.T) {
 	p := mustLoad(t, seedPath, plans.Options{})
+	hash := mustHash(t, p)
 	out := func(spr float64, c int64) cty.Value {
 		return cty.ObjectVal(map[string]cty.Value{
 			"seconds_per_request": cty.NumberFloatVal(spr),
@@ -239,6 +240,28 @@ func TestContextOutputs(t *testing.T) {
 	}
 	if got := bv.GetAttr("requests"); !got.RawEquals(cty.NumberIntVal(160)) {
 		t.Errorf("requests at c4 = %#v, want 160", got)
+	}
+	// The values a matrix's blocks share are kept per context: the plan-time
+	// configuration and hash still wait for freeze.counts, and a context with
+	// other counts gets its own, for this block and its siblings.
+	if got := blk.Config().GetAttr("requests"); got.IsKnown() {
+		t.Errorf("plan-time requests at c4 = %#v after an evaluation with outputs, want unknown", got)
+	}
+	if h := mustHash(t, p); h != hash {
+		t.Errorf("plan hash %s after evaluations with outputs, was %s", h, hash)
+	}
+	ctx, _ = p.Context(plans.Outputs{"freeze.counts": cty.ObjectVal(map[string]cty.Value{
+		"values": cty.ObjectVal(map[string]cty.Value{"c1": cty.NumberIntVal(8), "c4": cty.NumberIntVal(96)}),
+	})})
+	for _, addr := range []string{`block.primary["incumbent_after/c4/r3"]`, `block.primary["incumbent_after/c4/r2"]`} {
+		b, _ := p.Instance(addr)
+		v, diags := b.Evaluate(ctx)
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		if got := v.GetAttr("requests"); !got.RawEquals(cty.NumberIntVal(96)) {
+			t.Errorf("%s requests = %#v in a second context, want 96", addr, got)
+		}
 	}
 }
 
@@ -278,7 +301,7 @@ func TestSensitiveNeverInPlan(t *testing.T) {
 					if !ok {
 						t.Fatalf("no instance %s", tc.addr)
 					}
-					key := inst.Config.GetAttr("target").GetAttr("api_key")
+					key := inst.Config().GetAttr("target").GetAttr("api_key")
 					if got := plans.CanonicalValue(key); got != plans.SensitiveText {
 						t.Errorf("api_key renders as %#v, want %q", got, plans.SensitiveText)
 					}

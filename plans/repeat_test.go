@@ -120,7 +120,7 @@ func TestCountSequential(t *testing.T) {
 func configStrings(t *testing.T, inst *plans.Instance) []string {
 	t.Helper()
 	var out []string
-	for _, v := range inst.Config.GetAttr("command").AsValueSlice() {
+	for _, v := range inst.Config().GetAttr("command").AsValueSlice() {
 		out = append(out, v.AsString())
 	}
 	return out

@@ -140,7 +140,7 @@ func (p *Plan) checkSensitive(types StepTypes) hcl.Diagnostics {
 				continue
 			}
 			for _, inst := range byEntity[s.ID()] {
-				if v := inst.Config; v != cty.NilVal && v.Type().IsObjectType() && v.Type().HasAttribute(name) && hasSensitive(v.GetAttr(name)) {
+				if v := inst.Config(); v != cty.NilVal && v.Type().IsObjectType() && v.Type().HasAttribute(name) && hasSensitive(v.GetAttr(name)) {
 					report(fmt.Sprintf("step %s.%s", s.Type, s.Name), name, attr.Expr, public[name])
 					break
 				}

@@ -119,7 +119,7 @@ func TestVariablePrecedence(t *testing.T) {
 			}
 			// The value reaches step configuration.
 			inst, _ := p.Instance("exec.show")
-			if cmd := inst.Config.GetAttr("command").Index(cty.NumberIntVal(0)).AsString(); cmd != tc.want.X {
+			if cmd := inst.Config().GetAttr("command").Index(cty.NumberIntVal(0)).AsString(); cmd != tc.want.X {
 				t.Errorf("command[0] = %q, want %q", cmd, tc.want.X)
 			}
 		})
@@ -128,7 +128,7 @@ func TestVariablePrecedence(t *testing.T) {
 		for _, opts := range []plans.Options{{Vars: []string{"list=[1, 2, 3]"}}, {VarFiles: []string{file("list.rvars")}}} {
 			p := mustLoad(t, campaign, opts)
 			inst, _ := p.Instance("exec.show")
-			if got := inst.Config.GetAttr("command").Index(cty.NumberIntVal(2)).AsString(); got != "3" {
+			if got := inst.Config().GetAttr("command").Index(cty.NumberIntVal(2)).AsString(); got != "3" {
 				t.Errorf("%+v: length(var.list) = %s, want 3", opts, got)
 			}
 		}

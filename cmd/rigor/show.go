@@ -97,7 +97,7 @@ func renderShow(w io.Writer, p *plans.Plan) error {
 		if inst.Meta.During != "" {
 			fmt.Fprintf(w, "       during: %s, starting %s\n", inst.Meta.During, inst.Meta.StartCondition())
 		}
-		cfg := inst.Config
+		cfg := inst.Config()
 		if cfg != cty.NilVal && cfg.Type().IsObjectType() && !cfg.IsNull() {
 			names := make([]string, 0)
 			for name := range cfg.Type().AttributeTypes() {

@@ -111,7 +111,7 @@ func TestControlRecordedInCapture(t *testing.T) {
 	if !ok {
 		t.Fatal("no nsys.n")
 	}
-	if got := ControlAddr(inst.Config); got != `block.b["c4"]` {
+	if got := ControlAddr(inst.Config()); got != `block.b["c4"]` {
 		t.Fatalf("control address %q", got)
 	}
 	found := false
@@ -122,7 +122,7 @@ func TestControlRecordedInCapture(t *testing.T) {
 		t.Errorf("nsys.n depends on %v: naming the control orders the capture after it", inst.DependsOn)
 	}
 	cfg := map[string]any{}
-	b, _ := json.Marshal(plans.CanonicalValue(inst.Config))
+	b, _ := json.Marshal(plans.CanonicalValue(inst.Config()))
 	_ = json.Unmarshal(b, &cfg)
 	m, err := MappingFromPlan(cfg)
 	if err != nil || len(m.Modules) != 1 || m.Modules[0].Name != "moe" || !cmp.Equal(m.RankDevices, []int{0, 1}) {

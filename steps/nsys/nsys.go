@@ -248,7 +248,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	profile = append(profile, p.command...)
 	rec := captureRecord{Where: p.where, Container: p.container, RequestedDurationS: p.duration.Seconds(), Profile: profile}
 	if sc.Instance != nil {
-		rec.Control = ControlAddr(sc.Instance.Config)
+		rec.Control = ControlAddr(sc.Instance.Config())
 	}
 	var warnings []string
 

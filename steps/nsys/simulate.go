@@ -38,7 +38,7 @@ func (p plan) simulate(ctx context.Context, sc *engine.StepContext) engine.Resul
 	rec := captureRecord{Where: p.where, Container: t.Container, RequestedDurationS: p.duration.Seconds(),
 		Profile: []string{http.MethodPost, u.String()}, Simulated: true}
 	if sc.Instance != nil {
-		rec.Control = ControlAddr(sc.Instance.Config)
+		rec.Control = ControlAddr(sc.Instance.Config())
 	}
 	info, err := target.SimInspect(t)
 	if err != nil {
