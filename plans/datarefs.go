@@ -63,14 +63,19 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
 		}
 		content, _, _ := s.Body.PartialContent(schema)
-		cfg, _ := inst.Config.Unmark()
+		var cfg cty.Value // evaluated only when an argument needs checking here
 		for _, n := range names {
 			a := content.Attributes[n]
-			if a == nil || !cfg.IsKnown() || cfg.IsNull() || !cfg.Type().IsObjectType() || !cfg.Type().HasAttribute(n) {
+			// An argument that does not read each is the same in every instance.
+			if a == nil || (!first && !readsEach(a.Expr)) {
 				continue
 			}
-			// An argument that does not read each is the same in every instance.
-			if !first && !readsEach(a.Expr) {
+			if cfg == cty.NilVal {
+				if cfg, _ = inst.Config().Unmark(); cfg == cty.NilVal {
+					break
+				}
+			}
+			if !cfg.IsKnown() || cfg.IsNull() || !cfg.Type().IsObjectType() || !cfg.Type().HasAttribute(n) {
 				continue
 			}
 			add(p.checkDataRef(n, refs[n], cfg.GetAttr(n), a.Expr, ctx)...)
