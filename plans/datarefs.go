@@ -5,7 +5,6 @@ import (
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -127,15 +126,8 @@ func readsEach(expr hcl.Expression) bool {
 // objectValueExpr is the value expression of key in an object constructor, nil
 // when expr is not one.
 func objectValueExpr(expr hcl.Expression, key string) hcl.Expression {
-	oc, ok := expr.(*hclsyntax.ObjectConsExpr)
-	if !ok {
-		return nil
-	}
-	for _, item := range oc.Items {
-		k, d := item.KeyExpr.Value(nil)
-		if !d.HasErrors() && k.Type() == cty.String && k.AsString() == key {
-			return item.ValueExpr
-		}
+	if item := objectItem(expr, key); item != nil {
+		return item.ValueExpr
 	}
 	return nil
 }

@@ -385,19 +385,28 @@ func (tFaults) check(v cty.Value, expr hcl.Expression, voc *Vocabulary) *problem
 	return nil
 }
 
-// objectKeyRange is the range of key in an object constructor, nil when expr is
-// not one.
-func objectKeyRange(expr hcl.Expression, key string) *hcl.Range {
+// objectItem is key's item in an object constructor, nil when expr is not one or
+// has no such key.
+func objectItem(expr hcl.Expression, key string) *hclsyntax.ObjectConsItem {
 	oc, ok := expr.(*hclsyntax.ObjectConsExpr)
 	if !ok {
 		return nil
 	}
-	for _, item := range oc.Items {
+	for i, item := range oc.Items {
 		k, d := item.KeyExpr.Value(nil)
 		if !d.HasErrors() && k.Type() == cty.String && k.AsString() == key {
-			r := item.KeyExpr.Range()
-			return &r
+			return &oc.Items[i]
 		}
+	}
+	return nil
+}
+
+// objectKeyRange is the range of key in an object constructor, nil when expr is
+// not one.
+func objectKeyRange(expr hcl.Expression, key string) *hcl.Range {
+	if item := objectItem(expr, key); item != nil {
+		r := item.KeyExpr.Range()
+		return &r
 	}
 	return nil
 }

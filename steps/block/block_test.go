@@ -406,15 +406,16 @@ func TestBlockOmittedUsageIsMissingTerminalMetadata(t *testing.T) {
 	}
 }
 
-func TestBlockIdleGateFailsWithHungRequestInFlight(t *testing.T) {
-	rn := startSim(t, sim.Config{Faults: sim.Faults{HangRate: 1, HangAfter: 2}})
+// hangOne sends one request to a simulator that hangs every request and waits until
+// it runs; cancelling the returned context ends it.
+func hangOne(t *testing.T, rn *sim.Running) (cancel context.CancelFunc, hung <-chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	body := `{"model":"glm53-nvidia-fp4-local-tp2-327k-c4-mtp3-r2","stream":true,"max_tokens":16,"messages":[{"role":"user","content":"hang please"}]}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rn.URL()+"/v1/chat/completions", strings.NewReader(body))
-	hung := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(hung)
+		defer close(done)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -423,10 +424,18 @@ func TestBlockIdleGateFailsWithHungRequestInFlight(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for rn.Server().Stats().Running != 1 {
 		if time.Now().After(deadline) {
+			cancel()
 			t.Fatal("the hung request never started running")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return cancel, done
+}
+
+func TestBlockIdleGateFailsWithHungRequestInFlight(t *testing.T) {
+	rn := startSim(t, sim.Config{Faults: sim.Faults{HangRate: 1, HangAfter: 2}})
+	cancel, hung := hangOne(t, rn)
+	defer cancel()
 	run := runSimBlock(t, rn, blockOpts{gates: []cty.Value{idleGate()}})
 	if run.res.Status != engine.StatusFailed || run.res.Class != engine.ClassGate {
 		t.Fatalf("status %s class %s, want failed/gate: %s", run.res.Status, run.res.Class, run.res.Message)

@@ -1,15 +1,11 @@
 package block_test
 
 import (
-	"context"
 	"errors"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps/block"
@@ -233,25 +229,8 @@ func TestCacheResetRefused(t *testing.T) {
 	})
 	t.Run("a request running", func(t *testing.T) {
 		rn := startSim(t, sim.Config{Faults: sim.Faults{HangRate: 1, HangAfter: 2}})
-		ctx, cancel := context.WithCancel(context.Background())
+		cancel, hung := hangOne(t, rn)
 		defer cancel()
-		body := `{"model":"glm53-nvidia-fp4-local-tp2-327k-c4-mtp3-r2","stream":true,"max_tokens":16,"messages":[{"role":"user","content":"hang please"}]}`
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rn.URL()+"/v1/chat/completions", strings.NewReader(body))
-		hung := make(chan struct{})
-		go func() {
-			defer close(hung)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-		}()
-		deadline := time.Now().Add(5 * time.Second)
-		for rn.Server().Stats().Running != 1 {
-			if time.Now().After(deadline) {
-				t.Fatal("the hung request never started running")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
 		run := runSimBlock(t, rn, blockOpts{reset: true, targetAttrs: map[string]cty.Value{"cache_reset": cty.StringVal("/reset_prefix_cache")}})
 		check(t, run, "cache reset before the block: POST /reset_prefix_cache: 400 Bad Request: ")
 		check(t, run, "prefix cache not reset: 1 requests are running or waiting")
