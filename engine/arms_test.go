@@ -122,6 +122,12 @@ step "probe" "extended" {
 }
 step "probe" "after_extended" { value = step.probe.extended.value }
 
+# Runs because the failed block only stopped its arm (its disposition), not the
+# campaign.
+step "probe" "after_arm_stop" {
+  condition = outcome.block.m["b/c1/r1"].disposition == "stop_arm" && outcome.block.m["a/c1/r1"].disposition == ""
+}
+
 # Runs because the first arm is clean.
 step "probe" "extended_a" {
   condition = outcome.arm.m.a.clean && outcome.block.m["a/c1/r2"].status == "succeeded"
@@ -158,6 +164,9 @@ func TestOperationalFailureStopsTheArm(t *testing.T) {
 	}
 	if r := f["probe.after_extended"]; r.Status != engine.StatusSkipped || !strings.Contains(r.Message, "dependency probe.extended is skipped") {
 		t.Fatalf("after_extended: %+v", r)
+	}
+	if f["probe.after_arm_stop"].Status != engine.StatusSucceeded {
+		t.Fatalf("after_arm_stop: %+v; a condition reads what the engine did about a failure", f["probe.after_arm_stop"])
 	}
 	if f["probe.extended_a"].Status != engine.StatusSucceeded {
 		t.Fatalf("extended_a: %+v", f["probe.extended_a"])

@@ -251,7 +251,7 @@ func (r *run) outcomes() (map[string]plans.Outcome, map[string]map[string]plans.
 	}
 	out := map[string]plans.Outcome{}
 	for addr, rec := range r.terminal {
-		o := plans.Outcome{Status: string(rec.Status), Class: string(rec.Class)}
+		o := plans.Outcome{Status: string(rec.Status), Class: string(rec.Class), Disposition: string(rec.Policy)}
 		if v, ok := outputs[addr]; ok {
 			o.Requests, o.FailedRequests = num(v, "requests"), num(v, "failed")
 		}

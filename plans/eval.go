@@ -379,10 +379,13 @@ func (e *evaluator) instanceObject(valueOf func(*Instance) cty.Value) cty.Value 
 // Outcome is how a settled step instance ended, as a condition reads it through
 // outcome.TYPE.NAME[KEY].
 type Outcome struct {
-	Status         string // succeeded, failed, interrupted, blocked, deferred, skipped
-	Class          string // the failure class, "" when it succeeded
-	Requests       int    // requests a block declared (0 for other steps)
-	FailedRequests int    // requests of a block that did not produce visible output
+	Status string // succeeded, failed, interrupted, blocked, deferred, skipped
+	Class  string // the failure class, "" when it succeeded
+	// Disposition is what the engine did about a failure: stop_campaign, stop_arm,
+	// hold or record ("" when it succeeded or was never run).
+	Disposition    string
+	Requests       int // requests a block declared (0 for other steps)
+	FailedRequests int // requests of a block that did not produce visible output
 }
 
 // ArmOutcome is how a matrix arm stands, as a condition reads it through
@@ -397,7 +400,7 @@ type ArmOutcome struct {
 
 // OutcomeType is the object type of one instance's outcome.
 var OutcomeType = cty.Object(map[string]cty.Type{
-	"status": cty.String, "class": cty.String, "requests": cty.Number, "failed_requests": cty.Number,
+	"status": cty.String, "class": cty.String, "disposition": cty.String, "requests": cty.Number, "failed_requests": cty.Number,
 })
 
 // ArmOutcomeType is the object type of one arm's outcome.
@@ -415,7 +418,7 @@ func (p *Plan) ConditionContext(ctx *hcl.EvalContext, outcomes map[string]Outcom
 			return cty.UnknownVal(OutcomeType)
 		}
 		return cty.ObjectVal(map[string]cty.Value{
-			"status": cty.StringVal(o.Status), "class": cty.StringVal(o.Class),
+			"status": cty.StringVal(o.Status), "class": cty.StringVal(o.Class), "disposition": cty.StringVal(o.Disposition),
 			"requests": cty.NumberIntVal(int64(o.Requests)), "failed_requests": cty.NumberIntVal(int64(o.FailedRequests)),
 		})
 	}).AsValueMap()
