@@ -202,6 +202,41 @@ step "probe" "restore" { always = true }
 	}
 }
 
+// on_failure keyed by class: the class it names gets that policy, every other class
+// keeps its default.
+func TestOnFailureByClass(t *testing.T) {
+	for _, tc := range []struct {
+		fail      string
+		wantCause string
+		wantRan   []string
+	}{
+		{"health", engine.CauseOnFailureHold, []string{"probe.cell", "probe.restore"}},
+		{"record", "", []string{"probe.cell", "probe.next", "probe.restore"}},
+		{"gate", engine.CauseStopped, []string{"probe.cell", "probe.restore"}},
+	} {
+		t.Run(tc.fail, func(t *testing.T) {
+			h := newHarness(t)
+			sum, err := h.apply(context.Background(), h.load(header+`
+step "probe" "cell" {
+  fail       = "`+tc.fail+`"
+  on_failure = { health = "hold", record = "continue" }
+}
+step "probe" "next" {}
+step "probe" "restore" { always = true }
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Cause != tc.wantCause {
+				t.Fatalf("a %s failure: summary %+v, want cause %q", tc.fail, sum, tc.wantCause)
+			}
+			if diff := cmp.Diff(tc.wantRan, h.probe.ran()); diff != "" {
+				t.Fatalf("ran (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A capture declared `during` a block starts while the block runs, once its start
 // condition holds, and records both windows; one whose block ends first is refused;
 // one that outlasts its block is incomplete instrumentation, not a quiet success

@@ -111,7 +111,7 @@ func (r *run) duringMayStart(inst *plans.Instance) bool {
 		return false
 	case !w.end.IsZero():
 		r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusFailed, Class: ClassInstrumentation,
-			Policy:  policyFor(ClassInstrumentation, inst.Meta.OnFailure, false),
+			Policy:  policyFor(ClassInstrumentation, inst.Meta.OnFailureFor(string(ClassInstrumentation)), false),
 			Message: fmt.Sprintf("refused: %s ended (%d requests completed) before the capture's start condition (%s) held, so it could not run under its load", host, w.done, inst.Meta.StartCondition())})
 		r.stopIfPolicy(inst, ClassInstrumentation, r.terminal[inst.Addr].Policy, "capture could not start during "+host)
 		return false

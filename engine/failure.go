@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/rigor-bench/rigor/plans"
+
 // FailureClass names why an attempt failed. Every failure has one; the policy of a
 // class decides whether the campaign goes on.
 type FailureClass string
@@ -53,6 +55,12 @@ func FailureClasses() []string {
 		out[i] = string(c)
 	}
 	return out
+}
+
+func init() {
+	// The language checks on_failure's class keys against these; it cannot import
+	// the engine.
+	plans.FailureClasses = FailureClasses()
 }
 
 // Policy is what the engine does after a failure.

@@ -209,7 +209,7 @@ func (r *run) conditionHolds(inst *plans.Instance) bool {
 	}
 	switch {
 	case err != nil:
-		policy := policyFor(ClassConfig, inst.Meta.OnFailure, inst.Arm != "")
+		policy := policyFor(ClassConfig, inst.Meta.OnFailureFor(string(ClassConfig)), inst.Arm != "")
 		msg := fmt.Sprintf("condition cannot be evaluated: %v", err)
 		r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusFailed, Class: ClassConfig, Policy: policy, Message: msg})
 		r.stopIfPolicy(inst, ClassConfig, policy, msg)
@@ -604,7 +604,7 @@ func (r *run) finish(rr runResult) {
 		Artefacts: arts, DurationS: r.opts.Clock.Now().Sub(rr.start).Seconds(),
 	}
 	if res.Status == StatusFailed {
-		rec.Policy = policyFor(res.Class, inst.Meta.OnFailure, inst.Arm != "")
+		rec.Policy = policyFor(res.Class, inst.Meta.OnFailureFor(string(res.Class)), inst.Arm != "")
 	}
 	written := r.append(rec)
 	for _, a := range r.st.steps[inst.Addr].attempts {

@@ -107,6 +107,9 @@ func (i *Instance) canonical() map[string]any {
 	if i.Meta.OnFailure != "" {
 		meta["on_failure"] = i.Meta.OnFailure
 	}
+	if len(i.Meta.OnFailureByClass) > 0 {
+		meta["on_failure"] = i.Meta.OnFailureByClass
+	}
 	if i.Meta.Outage != "" {
 		meta["outage"] = i.Meta.Outage
 	}

@@ -158,7 +158,18 @@ func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 		b = append(b, `,"during":`...)
 		b = appendJSONString(b, i.Meta.During)
 	}
-	if i.Meta.OnFailure != "" {
+	if len(i.Meta.OnFailureByClass) > 0 {
+		b = append(b, `,"on_failure":{`...)
+		for n, class := range slices.Sorted(maps.Keys(i.Meta.OnFailureByClass)) {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, class)
+			b = append(b, ':')
+			b = appendJSONString(b, i.Meta.OnFailureByClass[class])
+		}
+		b = append(b, '}')
+	} else if i.Meta.OnFailure != "" {
 		b = append(b, `,"on_failure":`...)
 		b = appendJSONString(b, i.Meta.OnFailure)
 	}

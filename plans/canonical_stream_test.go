@@ -3,6 +3,7 @@ package plans_test
 import (
 	"bytes"
 	"math/big"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -125,4 +126,35 @@ func FuzzAppendCanonicalString(f *testing.F) {
 			t.Fatalf("%q: encoding/json %s, streamed %s", s, want, got)
 		}
 	})
+}
+
+// on_failure keyed by class is in the canonical plan as an object, the same from
+// both encoders, and changes the plan hash.
+func TestCanonicalOnFailureByClass(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, onFailure string) string {
+		p := filepath.Join(dir, name)
+		src := "campaign \"c\" {}\ntarget \"t\" {\n  endpoint = \"http://127.0.0.1:8000\"\n}\nstep \"deploy\" \"d\" {\n  target     = target.t\n  on_failure = " + onFailure + "\n}\n"
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	reg := steps.Registry().Types()
+	byClass := mustLoad(t, write("a.hcl", `{ oom = "stop", health = "hold" }`), plans.Options{StepTypes: reg})
+	got, err := byClass.CanonicalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := plans.CanonicalJSON(byClass.Canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) || !bytes.Contains(got, []byte(`"on_failure":{"health":"hold","oom":"stop"}`)) {
+		t.Fatalf("canonical JSON of on_failure by class:\n%s\nencoding/json:\n%s", got, want)
+	}
+	single := mustLoad(t, write("b.hcl", `"hold"`), plans.Options{StepTypes: reg})
+	if mustHash(t, single) == mustHash(t, byClass) {
+		t.Error("on_failure by class and a single on_failure hash the same")
+	}
 }

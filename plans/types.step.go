@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -60,8 +61,11 @@ type Meta struct {
 	Uses      []string      // exclusive resources; steps sharing one never overlap
 	Always    bool          // runs after success, failure, stop, interrupt or deferral
 	Phase     string
-	OnFailure string // "", "stop" or "continue": overrides the failure class policy
-	Outage    string // "", "begin" or "end"
+	OnFailure string // "", "stop", "stop_arm", "hold" or "continue": overrides the failure class policy
+	// OnFailureByClass overrides the policy of single failure classes
+	// (on_failure = { health = "hold" }); a class it does not name keeps its default.
+	OnFailureByClass map[string]string
+	Outage           string // "", "begin" or "end"
 	// RerunSafe says the step may run again as a new attempt after an attempt of it
 	// was interrupted (a crash, a signal); without it an interrupted step stays
 	// interrupted and is never re-sent.
@@ -91,6 +95,20 @@ func (m Meta) StartCondition() string {
 
 // OnFailure values a step may declare.
 var onFailureValues = []string{"stop", "continue", "hold", "stop_arm"}
+
+// FailureClasses are the failure class names on_failure may key its policies by.
+// The engine owns them and sets this when it loads (the language cannot import
+// the engine, which imports it); empty, any class name is accepted.
+var FailureClasses []string
+
+// OnFailureFor is the on_failure value that applies to a failure of class: the
+// class's own, else the step's single value ("" = the class's default policy).
+func (m Meta) OnFailureFor(class string) string {
+	if v, ok := m.OnFailureByClass[class]; ok {
+		return v
+	}
+	return m.OnFailure
+}
 
 // StepBlock is a step block before expansion.
 type StepBlock struct {
@@ -166,6 +184,50 @@ func attrNames(s *hcl.BodySchema) []string {
 	return out
 }
 
+// badPolicy is the diagnostic of an on_failure value that is no policy.
+func badPolicy(rng hcl.Range, s string) *hcl.Diagnostic {
+	return errorAt(rng, "Invalid on_failure",
+		"on_failure must be \"stop\" (stop the campaign), \"stop_arm\" (stop this matrix arm), \"hold\" (restore, then hold for review) or \"continue\" (record and go on), not %q.%s", s, didYouMean(s, onFailureValues))
+}
+
+func isObjectCons(x hcl.Expression) bool {
+	_, ok := x.(*hclsyntax.ObjectConsExpr)
+	return ok
+}
+
+// decodeOnFailureByClass reads on_failure = { CLASS = "POLICY", ... }: each key a
+// failure class, each value one of onFailureValues, each problem at its item.
+func decodeOnFailureByClass(a *hcl.Attribute, ctx *hcl.EvalContext, diags hcl.Diagnostics) (map[string]string, hcl.Diagnostics) {
+	out := map[string]string{}
+	for _, item := range a.Expr.(*hclsyntax.ObjectConsExpr).Items {
+		k, d := item.KeyExpr.Value(ctx)
+		diags = append(diags, d...)
+		v, d2 := item.ValueExpr.Value(ctx)
+		diags = append(diags, d2...)
+		if d.HasErrors() || d2.HasErrors() {
+			continue
+		}
+		k, _ = k.Unmark()
+		v, _ = v.Unmark()
+		if k.Type() != cty.String || !k.IsKnown() || k.IsNull() || v.Type() != cty.String || !v.IsKnown() || v.IsNull() {
+			diags = append(diags, errorAt(item.ValueExpr.Range(), "Incorrect attribute value type", "on_failure maps a failure class to a policy, both strings known at plan time."))
+			continue
+		}
+		class, policy := k.AsString(), v.AsString()
+		if len(FailureClasses) > 0 && !contains(FailureClasses, class) {
+			diags = append(diags, errorAt(item.KeyExpr.Range(), "Unknown failure class",
+				"on_failure names class %q, which no step fails with.%s The classes: %s.", class, didYouMean(class, FailureClasses), strings.Join(FailureClasses, ", ")))
+			continue
+		}
+		if !contains(onFailureValues, policy) {
+			diags = append(diags, badPolicy(item.ValueExpr.Range(), policy))
+			continue
+		}
+		out[class] = policy
+	}
+	return out, diags
+}
+
 // decodeMeta evaluates the meta-arguments of one instance. They must be known at
 // plan time: the schedule cannot depend on what a step will produce.
 func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (Meta, hcl.Diagnostics) {
@@ -210,10 +272,11 @@ func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (Meta, hcl.Diagnosti
 		}
 		m.Phase = s
 	}
-	if s, ok := str(metaOnFailure); ok {
+	if a, ok := attrs[metaOnFailure]; ok && isObjectCons(a.Expr) {
+		m.OnFailureByClass, diags = decodeOnFailureByClass(a, ctx, diags)
+	} else if s, ok := str(metaOnFailure); ok {
 		if !contains(onFailureValues, s) {
-			diags = append(diags, errorAt(attrs[metaOnFailure].Expr.Range(), "Invalid on_failure",
-				"on_failure must be \"stop\" (stop the campaign), \"stop_arm\" (stop this matrix arm), \"hold\" (restore, then hold for review) or \"continue\" (record and go on), not %q.%s", s, didYouMean(s, onFailureValues)))
+			diags = append(diags, badPolicy(attrs[metaOnFailure].Expr.Range(), s))
 		}
 		m.OnFailure = s
 	}
