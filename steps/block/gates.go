@@ -271,7 +271,7 @@ func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.
 		// kubernetes: the incarnation is the set of (pod UID, restart count), so a
 		// restarted container or a replaced pod is a new one above; the cluster's
 		// events about the pods can still say one was stopped, evicted or preempted.
-		if f, _ := kubeEvents(ctx, t, before.incarnation, before.checkedAt, "during the block"); f != nil {
+		if f := kubeEvents(ctx, t, before.incarnation, before.checkedAt, "during the block"); f != nil {
 			r = engine.Failed(f.class, "%s", f.message)
 			return &r
 		}

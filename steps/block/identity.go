@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
-	"github.com/rigor-bench/rigor/steps/internal/kube"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -107,8 +106,12 @@ func checkHeld(ctx context.Context, sc *engine.StepContext, t target.Target, now
 			return compared, &identityFinding{engine.ClassIdentity, msg}
 		}
 	}
-	if latest != nil && t.Runtime == target.RuntimeKubernetes && !latest.checkedAt.IsZero() {
-		if f, _ := kubeEvents(ctx, t, latest.seen.Incarnation, latest.checkedAt, "since "+latest.addr); f != nil {
+	// Events between blocks count from the previous block's own check: before the
+	// first block, a setup step's only time is its pods' earliest start, and what the
+	// cluster reported before the setup step recorded those pods (a crash during the
+	// rollout) is not news about them.
+	if prev != nil && t.Runtime == target.RuntimeKubernetes && !prev.checkedAt.IsZero() {
+		if f := kubeEvents(ctx, t, prev.seen.Incarnation, prev.checkedAt, "since "+prev.addr); f != nil {
 			return compared, f
 		}
 	}
@@ -148,28 +151,28 @@ func dockerEvents(ctx context.Context, t target.Target, since time.Time, window 
 
 // kubeEvents turns what the cluster reported about the pods of an incarnation since a
 // moment into a finding: a pod whose containers were stopped, that was evicted,
-// preempted or crash-looping stopped serving ("restart"; "oom" when the node's OOM
-// killer says so). It also returns every event it read.
-func kubeEvents(ctx context.Context, t target.Target, incarnation string, since time.Time, window string) (*identityFinding, []kube.Event) {
-	evs, err := target.KubePodEvents(ctx, t, incarnation, since)
+// preempted or crash-looping stopped serving ("restart"). Events that cannot be read
+// are a finding too ("identity", as on docker): the check would otherwise be off
+// without anyone knowing.
+func kubeEvents(ctx context.Context, t target.Target, incarnation string, since time.Time, window string) *identityFinding {
+	evs, err := kubePodEvents(ctx, t, incarnation, since)
 	if err != nil {
-		return nil, nil
+		return &identityFinding{engine.ClassIdentity, fmt.Sprintf("cannot read the cluster's events for the pods of %s (rigor needs to list events in the namespace): %v", t.Container, err)}
 	}
 	var bad []string
-	class := engine.ClassRestart
 	for _, e := range evs {
 		if e.Disruptive() {
 			bad = append(bad, e.String())
-			if e.Reason == "OOMKilling" {
-				class = engine.ClassOOM
-			}
 		}
 	}
 	if len(bad) == 0 {
-		return nil, evs
+		return nil
 	}
-	return &identityFinding{class, fmt.Sprintf("the cluster reported %s %s", strings.Join(bad, "; "), window)}, evs
+	return &identityFinding{engine.ClassRestart, fmt.Sprintf("the cluster reported %s %s", strings.Join(bad, "; "), window)}
 }
+
+// kubePodEvents reads the cluster's events; tests replace it.
+var kubePodEvents = target.KubePodEvents
 
 // kubeEventNote is what the cluster reported about the pods of an incarnation since
 // a moment, as a clause to add to a failure that the pods' statuses found: why the
@@ -179,7 +182,7 @@ func kubeEvents(ctx context.Context, t target.Target, incarnation string, since 
 func kubeEventNote(ctx context.Context, t target.Target, incarnation string, since time.Time) string {
 	deadline := time.Now().Add(eventsSettle)
 	for {
-		evs, err := target.KubePodEvents(ctx, t, incarnation, since)
+		evs, err := kubePodEvents(ctx, t, incarnation, since)
 		if err != nil {
 			return fmt.Sprintf("; the cluster's events could not be read: %v", err)
 		}

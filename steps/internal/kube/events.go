@@ -67,10 +67,12 @@ func (c *Cluster) PodEvents(ctx context.Context, incarnation string, since time.
 }
 
 // Disruptive reports whether an event says a pod stopped serving: its containers were
-// stopped (Killing), it was evicted or preempted, or it is crash-looping (BackOff).
+// stopped (Killing), it was evicted (Evicted) or preempted (Preempted, Preempting), or
+// it is crash-looping (BackOff). An OOM kill is read from the container's status,
+// which names it; the node's own OOM events are about the node, not a pod.
 func (e Event) Disruptive() bool {
 	switch e.Reason {
-	case "Killing", "Evicted", "Preempted", "Preempting", "BackOff", "OOMKilling":
+	case "Killing", "Evicted", "Preempted", "Preempting", "BackOff":
 		return true
 	}
 	return false

@@ -71,7 +71,8 @@ func (c *Cluster) Save(w Workload, pods []Pod, secrets ...string) (*Saved, error
 func (s *Saved) Ref() Ref { return Ref{Kind: Ref{Kind: s.Workload}.kind(), Name: s.Identity.Name} }
 
 // ManifestFileOf is the restore manifest's file name for one of several
-// workloads a deploy took out of service: restore-manifest.<name>.json.
+// workloads a deploy took out of service: restore-manifest.<id>.json, where deploy
+// passes "<kind>.<name>" as id.
 func ManifestFileOf(name string) string {
 	return strings.TrimSuffix(docker.ManifestFile, ".json") + "." + name + ".json"
 }
