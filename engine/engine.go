@@ -359,23 +359,43 @@ func (r *run) stopFailure() string {
 	return ""
 }
 
-// notRerun names the first interrupted step that no apply runs again (it does not
-// declare rerun_safe), with how many steps wait on it, or "".
+// notRerun names the interrupted steps that no apply runs again (they do not declare
+// rerun_safe) and the blocked steps that wait on them, directly or through others,
+// or "".
 func (r *run) notRerun() string {
-	for _, inst := range r.plan.Instances {
+	var stuck []string
+	down := map[string]bool{}
+	for _, inst := range r.plan.Instances { // run order: a dependency comes first
 		rec := r.terminal[inst.Addr]
-		if inst.Meta.Always || rec == nil || rec.Status != StatusInterrupted || r.mayRerun(inst, rec) {
+		if inst.Meta.Always || rec == nil {
 			continue
 		}
-		waiting := 0
-		for _, other := range r.plan.Instances {
-			if o := r.terminal[other.Addr]; o != nil && o.Status == StatusBlocked && slices.Contains(other.DependsOn, inst.Addr) {
-				waiting++
-			}
+		if rec.Status == StatusInterrupted && !r.mayRerun(inst, rec) {
+			stuck = append(stuck, inst.Addr)
+			down[inst.Addr] = true
+			continue
 		}
-		return fmt.Sprintf("%s was interrupted and does not declare rerun_safe, so no apply runs it again (%d blocked step(s) wait on it)", inst.Addr, waiting)
+		if rec.Status == StatusBlocked && slices.ContainsFunc(inst.DependsOn, func(d string) bool { return down[d] }) {
+			down[inst.Addr] = true
+		}
 	}
-	return ""
+	if len(stuck) == 0 {
+		return ""
+	}
+	var waiting []string
+	for _, inst := range r.plan.Instances {
+		if down[inst.Addr] && !slices.Contains(stuck, inst.Addr) {
+			waiting = append(waiting, inst.Addr)
+		}
+	}
+	msg := strings.Join(stuck, ", ") + " was interrupted and does not declare rerun_safe, so no apply runs it again"
+	if len(stuck) > 1 {
+		msg = strings.Join(stuck, ", ") + " were interrupted and do not declare rerun_safe, so no apply runs them again"
+	}
+	if len(waiting) > 0 {
+		msg += "; waiting on it, never run: " + strings.Join(waiting, ", ")
+	}
+	return msg
 }
 
 // pending counts the non-always steps left for a later apply.
