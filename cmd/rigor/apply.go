@@ -32,6 +32,11 @@ func newApplyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if holdUnresolvable {
+				if why := holdPointMissing(p); why != "" {
+					return &exitError{code: exitUsage, msg: "--hold-unresolvable: " + why}
+				}
+			}
 			ctx, stop := interruptContext(g)
 			defer stop()
 			view := newProgressView(g)

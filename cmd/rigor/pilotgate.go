@@ -35,11 +35,14 @@ func pilotGate(view progressView, p *plans.Plan, state string, hold bool) func(*
 		l := view.logger()
 		est, err := report.PowerFromState(state)
 		switch {
+		case err != nil && hold:
+			// Asked to hold unless the rule is known to resolve: unknown is not known.
+			return "the minimum detectable effect was not estimated after the pilot (" + err.Error() + "); --hold-unresolvable holds the campaign here, before any candidate traffic"
 		case err != nil:
 			l.Warn().Msg("after the pilot: the minimum detectable effect was not estimated: " + err.Error())
 			return ""
 		case est == nil:
-			return "" // no decision rule: nothing to resolve
+			return "" // no decision rule: nothing to resolve (apply refuses the hold then)
 		}
 		for _, line := range est.Lines() {
 			if est.Flag != "" && line == "FLAG: "+est.Flag {
@@ -53,4 +56,19 @@ func pilotGate(view progressView, p *plans.Plan, state string, hold bool) func(*
 		}
 		return ""
 	}
+}
+
+// holdPointMissing says why --hold-unresolvable would have nothing to do with p: no
+// pilot step (nothing after which the rule's resolution is known) or no decision
+// rule (nothing to resolve); "" when it applies.
+func holdPointMissing(p *plans.Plan) string {
+	if p.Decision == nil {
+		return "the campaign has no decision block, so there is no rule whose resolution the pilot could tell"
+	}
+	for _, in := range p.Instances {
+		if in.Meta.Phase == "pilot" {
+			return ""
+		}
+	}
+	return `the campaign has no pilot step (phase = "pilot"), so there is no point after which to hold`
 }
