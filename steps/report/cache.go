@@ -26,6 +26,8 @@ type RowCache struct {
 	Inherited []Inheritance `json:"inherited,omitempty"`
 	// PrimingContradictions are the priming blocks' contradictions ("block: words").
 	PrimingContradictions []string `json:"priming_contradictions,omitempty"`
+	// firstInherited is the first attempt's entry of Inherited, when it inherited.
+	firstInherited *Inheritance
 }
 
 // Inheritance is one block attempt that started from another arm's cache.
@@ -45,7 +47,8 @@ func cellCache(c *cellRef) *RowCache {
 			if a.cache == nil {
 				continue
 			}
-			if rc == nil {
+			first := rc == nil
+			if first {
 				rc = &RowCache{Expected: []string{}, Start: "not recorded"}
 				if a.cache.Start != nil {
 					rc.Start = a.cache.Start.State
@@ -57,6 +60,9 @@ func cellCache(c *cellRef) *RowCache {
 					in.FromArm, in.FromBlock = st.CarriedFrom.Arm, st.CarriedFrom.Addr
 				}
 				rc.Inherited = append(rc.Inherited, in)
+				if first {
+					rc.firstInherited = &rc.Inherited[0]
+				}
 			}
 			if !b.measured() {
 				if a.cache.Contradiction != nil {
@@ -109,17 +115,15 @@ func (in Inheritance) text() string {
 	return from
 }
 
-// startText is the cell's "Cache at start" column.
+// startText is the cell's "Cache at start" column: where its first block attempt
+// found the cache (Start), as summary.json says; later attempts that inherited
+// another arm's cache are listed under the table.
 func (c *RowCache) startText(arm string) string {
 	if c == nil {
 		return "not recorded"
 	}
-	if len(c.Inherited) > 0 {
-		var parts []string
-		for _, in := range c.Inherited {
-			parts = append(parts, fmt.Sprintf("%s at %s", in.text(), blockTail(in.Block)))
-		}
-		return "inherited from " + strings.Join(parts, "; ")
+	if in := c.firstInherited; in != nil {
+		return fmt.Sprintf("inherited from %s at %s", in.text(), blockTail(in.Block))
 	}
 	switch c.Start {
 	case "reset":

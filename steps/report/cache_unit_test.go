@@ -96,3 +96,24 @@ func TestCacheInheritedFromOtherArm(t *testing.T) {
 		}
 	}
 }
+
+// The "Cache at start" column says where the cell's first block attempt found the
+// cache, as summary.json's start does; a later attempt that inherited another arm's
+// cache is listed under the table, not in the column.
+func TestCacheAtStartIsTheFirstAttempts(t *testing.T) {
+	cache := func(js string) *blockCache { return cacheOf(t, js) }
+	reset := cache(`{"expected":"cold","start":{"state":"reset"}}`)
+	inherited := cache(`{"expected":"primed","start":{"state":"carried_over","carried_from":{"addr":"block.m[\"b/c2/r1\"]","arm":"b"},"inherited_from_other_arm":true}}`)
+	cell := func(first, second *blockCache) *RowCache {
+		return cellCache(&cellRef{Key: "m/a/c2", Blocks: []*blockRef{
+			{Addr: `block.m["a/c2/r1"]`, Phase: "measured", Repetition: 1, attempts: []*attemptRef{{N: 1, cache: first}}},
+			{Addr: `block.m["a/c2/r2"]`, Phase: "measured", Repetition: 2, attempts: []*attemptRef{{N: 1, cache: second}}},
+		}})
+	}
+	if c := cell(reset, inherited); c.Start != "reset" || c.startText("a") != "reset" || len(c.Inherited) != 1 {
+		t.Errorf("first reset, later inherited: start %q, column %q, inherited %+v", c.Start, c.startText("a"), c.Inherited)
+	}
+	if c := cell(inherited, reset); c.Start != "carried_over" || c.startText("a") != `inherited from arm b (block.m["b/c2/r1"]) at r1` {
+		t.Errorf("first inherited: start %q, column %q", c.Start, c.startText("a"))
+	}
+}

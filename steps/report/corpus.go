@@ -127,12 +127,15 @@ func (cc *CorpusCell) same(arms ...string) (same, known bool, differ string) {
 
 // judge sets Identical and the statement over every arm of the cell.
 func (cc *CorpusCell) judge() {
-	var arms []string
+	var arms, notRun []string
 	missing := 0
 	var digests []string
 	for _, a := range cc.Arms {
 		arms = append(arms, a.Arm)
 		missing += a.Missing
+		if a.Missing == 0 && len(a.SHA256) == 0 {
+			notRun = append(notRun, a.Arm)
+		}
 		for _, d := range a.SHA256 {
 			if !slices.Contains(digests, d) {
 				digests = append(digests, d)
@@ -148,7 +151,14 @@ func (cc *CorpusCell) judge() {
 	case len(digests) == 0 && missing == 0:
 		cc.Statement = "no block has run"
 	case !known:
-		cc.Statement = fmt.Sprintf("not established: %d block attempt(s) with records kept no corpus digest in result.json", missing)
+		var why []string
+		if len(notRun) > 0 {
+			why = append(why, fmt.Sprintf("%s sent nothing at this concurrency yet", strings.Join(notRun, ", ")))
+		}
+		if missing > 0 {
+			why = append(why, fmt.Sprintf("%d block attempt(s) with records kept no corpus digest in result.json", missing))
+		}
+		cc.Statement = "not established: " + strings.Join(why, "; ")
 	case len(digests) == 1:
 		t := true
 		cc.Identical = &t

@@ -80,6 +80,25 @@ func TestCorpusIdenticalAcrossArms(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A held campaign whose later arms have not run: the statement says so, and
+	// claims no missing digest.
+	ev, err := readEvidence("testdata/states/verdict-faster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range ev.blocks {
+		if strings.Contains(b.Addr, "candidate/") || strings.Contains(b.Addr, "incumbent_after/") {
+			b.attempts = nil
+			continue
+		}
+		for _, a := range b.attempts {
+			a.corpus = &blockCorpus{Key: "corpus w c2 main", SHA256: digest('a')}
+		}
+	}
+	if c := ev.build().Summary.PromptReconstruction.Cells[0]; c.Identical != nil || c.Statement != "not established: candidate, incumbent_after sent nothing at this concurrency yet" {
+		t.Errorf("arms not run yet: %+v", c)
+	}
+
 	// Evidence without digests establishes nothing and voids nothing.
 	r = withCorpus(t, func(*blockRef) string { return "" })
 	if c := r.Summary.PromptReconstruction.Cells[0]; c.Identical != nil || !strings.HasPrefix(c.Statement, "not established: 15 block attempt(s)") || !r.Summary.Promotion.Promoted {
