@@ -329,7 +329,7 @@ func (c Comparison) why(rule *decisionRule) string {
 // compare builds one comparison at the concurrency a cell selector names.
 func (ev *evidence) compare(rule *decisionRule, role, sel string, threshold float64, higher bool, k int, v Verdict, rows map[string]*Row) Comparison {
 	c := Comparison{Role: role, Cell: sel, Metric: rule.PrimaryMetric, HigherIsBetter: higher, Pairs: []Pair{}}
-	bound := "mean"
+	bound := "mean of"
 	if rule.Criterion == plans.CriterionInterval {
 		bound = "lower bound of the 95% interval of"
 	}

@@ -111,6 +111,9 @@ func TestVerdictNoisyStraddles(t *testing.T) {
 	if !p.Promoted || p.Comparisons[0].Decided != "mean gain" {
 		t.Fatalf("under criterion point the same evidence promotes: %+v", p)
 	}
+	if c := p.Comparisons[0].Criterion; !strings.HasPrefix(c, "mean of the gain ≥ ") {
+		t.Errorf("criterion under point reads %q; want it to start %q", c, "mean of the gain ≥ ")
+	}
 	if !strings.Contains(strings.Join(p.Reasons, "\n"), "the point estimate meets the rule but the interval does not") {
 		t.Errorf("under point, the report still says the interval does not hold: %v", p.Reasons)
 	}
