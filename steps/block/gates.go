@@ -240,7 +240,7 @@ func runtimeAfter(t target.Target, before beforeState, unreachable bool) *engine
 // the one before:
 // an OOM kill is "oom"; a new incarnation or a higher restart count is "restart"; a
 // container that is gone or no longer running is "identity", as on the sim runtime;
-// on docker the engine's oom, die and kill events during the block count too. When the server stopped
+// the runtime's events during the block count too (runtimeEvents). When the server stopped
 // answering (unreachable), the engine may not have recorded the container's death
 // yet: it is inspected again for a few seconds before it is believed unchanged.
 func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.Result {
@@ -267,19 +267,8 @@ func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.
 		r = engine.Failed(engine.ClassRestart, "container %s restarted during the block (restart count %d, was %d)", t.Container, id.RestartCount, before.restartCount)
 	case !id.Running():
 		r = engine.Failed(engine.ClassIdentity, "container %s stopped during the block: %s with exit code %d (incarnation %s ended)", t.Container, id.Status, id.ExitCode, before.incarnation)
-	case t.Runtime != target.RuntimeDocker:
-		// kubernetes: the incarnation is the set of (pod UID, restart count), so a
-		// restarted container or a replaced pod is a new one above; the cluster's
-		// events about the pods can still say one was stopped, evicted or preempted.
-		if f := kubeEvents(ctx, t, before.incarnation, before.checkedAt, "during the block"); f != nil {
-			r = engine.Failed(f.class, "%s", f.message)
-			return &r
-		}
-		return nil
 	default:
-		// Inspect cannot see an OOM kill of a process inside a container that runs on,
-		// nor a signal sent to it: the engine's events during the block can.
-		if f := dockerEvents(ctx, t, before.checkedAt, "during the block"); f != nil {
+		if f := runtimeEvents(ctx, t, before.incarnation, before.checkedAt, "during the block"); f != nil {
 			r = engine.Failed(f.class, "%s", f.message)
 			return &r
 		}

@@ -106,25 +106,34 @@ func checkHeld(ctx context.Context, sc *engine.StepContext, t target.Target, now
 			return compared, &identityFinding{engine.ClassIdentity, msg}
 		}
 	}
-	// Events between blocks count from the previous block's own check: before the
-	// first block, a setup step's only time is its pods' earliest start, and what the
-	// cluster reported before the setup step recorded those pods (a crash during the
-	// rollout) is not news about them.
-	if prev != nil && t.Runtime == target.RuntimeKubernetes && !prev.checkedAt.IsZero() {
-		if f := kubeEvents(ctx, t, prev.seen.Incarnation, prev.checkedAt, "since "+prev.addr); f != nil {
-			return compared, f
-		}
+	// Events since the latest record's check. On kubernetes only a block's: before
+	// the first block, a setup step's only time is its pods' earliest start, and what
+	// the cluster reported before the setup step recorded those pods (a crash during
+	// the rollout) is not news about them.
+	if t.Runtime == target.RuntimeKubernetes {
+		latest = prev
 	}
-	if latest != nil && t.Runtime == target.RuntimeDocker {
-		since := latest.checkedAt
-		if since.IsZero() {
-			return compared, nil
-		}
-		if f := dockerEvents(ctx, t, since, "since "+latest.addr); f != nil {
+	if latest != nil && !latest.checkedAt.IsZero() {
+		if f := runtimeEvents(ctx, t, latest.seen.Incarnation, latest.checkedAt, "since "+latest.addr); f != nil {
 			return compared, f
 		}
 	}
 	return compared, nil
+}
+
+// runtimeEvents is what the runtime reported about the target's container (docker:
+// the engine's events) or pods (kubernetes: the cluster's events, for the pods of
+// incarnation) since a moment, as a finding; the sim runtime reports none. Inspect
+// cannot see an OOM kill of a process inside a container that runs on, nor a signal
+// sent to it, nor why a pod went away: events can.
+func runtimeEvents(ctx context.Context, t target.Target, incarnation string, since time.Time, window string) *identityFinding {
+	switch t.Runtime {
+	case target.RuntimeDocker:
+		return dockerEvents(ctx, t, since, window)
+	case target.RuntimeKubernetes:
+		return kubeEvents(ctx, t, incarnation, since, window)
+	}
+	return nil
 }
 
 // dockerEvents turns the engine's resource events on the target's container in a

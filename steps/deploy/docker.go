@@ -137,7 +137,7 @@ func waitFailure(t target.Target, err error) engine.Result {
 	if errors.Is(err, context.Canceled) {
 		return engine.Result{Status: engine.StatusInterrupted, Class: engine.ClassInterrupted, Message: err.Error()}
 	}
-	if e, ok := target.IsExited(err); ok && e.Identity.OOMKilled {
+	if target.IsOOM(err) {
 		return engine.Failed(engine.ClassOOM, "target %s: %v", t.Name, err)
 	}
 	return engine.Failed(engine.ClassHealth, "target %s: %v", t.Name, err)

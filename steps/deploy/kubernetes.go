@@ -75,7 +75,7 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target) engin
 		return engine.Failed(engine.ClassConfig, "target %s: %v", t.Name, err)
 	}
 	if _, err := c.WaitRollout(ctx, ref); err != nil {
-		return kubeFailure(t, err)
+		return waitFailure(t, err)
 	}
 	id, pods, err := c.Inspect(ctx, ref)
 	if err != nil {
@@ -86,7 +86,7 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target) engin
 		return engine.Failed(engine.ClassIdentity, "%s runs image %s, expected %s", c.Named(ref), id.ImageID, want)
 	}
 	if err := target.WaitHealthyKube(ctx, t, c); err != nil {
-		return kubeFailure(t, err)
+		return waitFailure(t, err)
 	}
 	if id, pods, err = c.Inspect(ctx, ref); err != nil {
 		return engine.Failed(engine.ClassIdentity, "inspect %s after health: %v", t.Container, err)
@@ -96,14 +96,4 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target) engin
 		return engine.Failed(engine.ClassInternal, "write identity: %v", err)
 	}
 	return engine.Succeeded(DockerIdentityValue(id))
-}
-
-// kubeFailure classes a failed rollout or health wait: an OOM kill is "oom", a
-// cancelled wait an interrupt, anything else health.
-func kubeFailure(t target.Target, err error) engine.Result {
-	var re *kube.RolloutError
-	if errors.As(err, &re) && re.OOM() {
-		return engine.Failed(engine.ClassOOM, "target %s: %v", t.Name, err)
-	}
-	return waitFailure(t, err)
 }

@@ -132,10 +132,7 @@ func runDocker(ctx context.Context, sc *engine.StepContext, t target.Target, rc 
 	}
 	if err := target.WaitHealthyDocker(ctx, t, c, id.ContainerID); err != nil {
 		check("health", false, "%v", err)
-		if e, ok := target.IsExited(err); ok && e.Identity.OOMKilled {
-			return engine.Failed(engine.ClassOOM, "restored %s: %v", t.Name, err)
-		}
-		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
+		return restoredFailure(t, err)
 	}
 	check("health", true, "%s%s answered 2xx", t.Endpoint, t.HealthPath)
 	if r := verifyRestored(ctx, sc, t, rc, check); r != nil {
@@ -147,4 +144,13 @@ func runDocker(ctx context.Context, sc *engine.StepContext, t target.Target, rc 
 	}
 	rc.Outcome = "restored"
 	return engine.Succeeded(deploy.DockerIdentityValue(id))
+}
+
+// restoredFailure classes a restored target that did not come up: an OOM kill is
+// "oom", anything else health.
+func restoredFailure(t target.Target, err error) engine.Result {
+	if target.IsOOM(err) {
+		return engine.Failed(engine.ClassOOM, "restored %s: %v", t.Name, err)
+	}
+	return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
 }

@@ -3,8 +3,9 @@ package restore
 import (
 	"context"
 	"errors"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/rigor-bench/rigor/engine"
@@ -95,11 +96,7 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 	}
 	if _, err := c.WaitRollout(ctx, ref); err != nil {
 		check("rollout", false, "%v", err)
-		var re *kube.RolloutError
-		if errors.As(err, &re) && re.OOM() {
-			return engine.Failed(engine.ClassOOM, "restored %s: %v", t.Name, err)
-		}
-		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
+		return restoredFailure(t, err)
 	}
 	id, pods, err := c.Inspect(ctx, ref)
 	if err != nil {
@@ -108,17 +105,7 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 	}
 	id.Endpoint = t.Endpoint
 	rc.Container = deploy.KubeEvidence{Server: c.Server, Namespace: c.Namespace, Identity: id, Pods: pods}
-	want := ""
-	if len(pinned) > 0 {
-		var l []string
-		for _, d := range pinned {
-			if !contains(l, d) {
-				l = append(l, d)
-			}
-		}
-		sort.Strings(l)
-		want = strings.Join(l, ",")
-	}
+	want := strings.Join(slices.Compact(slices.Sorted(maps.Values(pinned))), ",")
 	if w, _ := target.ExpectedImageID(ctx, t); w != "" && want == "" {
 		want = w
 	}
@@ -129,11 +116,7 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 	}
 	if err := target.WaitHealthyKube(ctx, t, c); err != nil {
 		check("health", false, "%v", err)
-		var re *kube.RolloutError
-		if errors.As(err, &re) && re.OOM() {
-			return engine.Failed(engine.ClassOOM, "restored %s: %v", t.Name, err)
-		}
-		return engine.Failed(engine.ClassHealth, "restored %s: %v", t.Name, err)
+		return restoredFailure(t, err)
 	}
 	check("health", true, "%s%s answered 2xx", t.Endpoint, t.HealthPath)
 	if r := verifyRestored(ctx, sc, t, rc, check); r != nil {
@@ -150,19 +133,7 @@ func runKube(ctx context.Context, sc *engine.StepContext, t target.Target, rc *R
 // imageDeclared reports whether the workload's container already names the
 // target's image.
 func imageDeclared(w kube.Workload, t target.Target) bool {
-	for i, c := range w.Template().Spec.Containers {
-		if (t.KubeContainer == "" && i == 0) || c.Name == t.KubeContainer {
-			return c.Image == t.Image
-		}
-	}
-	return false
-}
-
-func contains(l []string, s string) bool {
-	for _, e := range l {
-		if e == s {
-			return true
-		}
-	}
-	return false
+	spec := w.Template().Spec
+	i, err := kube.ContainerIndex(spec, t.KubeContainer)
+	return err == nil && spec.Containers[i].Image == t.Image
 }

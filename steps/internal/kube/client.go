@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -30,10 +31,40 @@ type Cluster struct {
 	Namespace string
 }
 
+// connected caches the clusters Connect reached, per kubeconfig, context and
+// namespace, for the life of the process, as docker.Connect does: a block inspects
+// its target and reads its events many times, each a connection otherwise.
+var (
+	connectedMu sync.Mutex
+	connected   = map[string]*Cluster{}
+)
+
 // Connect loads the configuration (kubeconfig and context; "" kubeconfig means
 // KUBECONFIG or ~/.kube/config, and the in-cluster service account when neither
-// exists), then asks the server for its version within RequestTimeout.
+// exists), then asks the server for its version within RequestTimeout. A cluster it
+// reached is kept and returned again for the same arguments.
 func Connect(ctx context.Context, kubeconfig, kubeContext, namespace string) (*Cluster, error) {
+	key := kubeconfig + "\x00" + kubeContext + "\x00" + namespace
+	connectedMu.Lock()
+	c, ok := connected[key]
+	connectedMu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := connect(ctx, kubeconfig, kubeContext, namespace)
+	if err != nil {
+		return nil, err
+	}
+	connectedMu.Lock()
+	defer connectedMu.Unlock()
+	if prev, ok := connected[key]; ok {
+		return prev, nil
+	}
+	connected[key] = c
+	return c, nil
+}
+
+func connect(ctx context.Context, kubeconfig, kubeContext, namespace string) (*Cluster, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig

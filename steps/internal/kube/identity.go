@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -142,7 +143,7 @@ func IdentityOf(w Workload, pods []Pod) docker.Identity {
 		live++
 		allRunning := len(p.Containers) > 0
 		for _, c := range p.Containers {
-			if d := Digest(c.ImageID); d != "" && !contains(imageIDs, d) {
+			if d := Digest(c.ImageID); d != "" && !slices.Contains(imageIDs, d) {
 				imageIDs = append(imageIDs, d)
 			}
 			if c.ContainerID != "" {
@@ -194,13 +195,4 @@ func IdentityOf(w Workload, pods []Pod) docker.Identity {
 		}
 	}
 	return id
-}
-
-func contains(l []string, s string) bool {
-	for _, e := range l {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

@@ -60,11 +60,11 @@ func (c *Cluster) Scale(ctx context.Context, r Ref, replicas int32) error {
 	if replicas != 0 {
 		return nil
 	}
+	w, err := c.Get(ctx, r) // for its selector, which scaling does not change
+	if err != nil {
+		return err
+	}
 	for {
-		w, err := c.Get(ctx, r)
-		if err != nil {
-			return err
-		}
 		pods, err := c.Pods(ctx, w)
 		if err != nil {
 			return err
@@ -94,7 +94,7 @@ func (c *Cluster) SetImage(ctx context.Context, r Ref, container, image string, 
 		}
 		if image != "" {
 			spec := &w.Template().Spec
-			i, err := containerIndex(*spec, container)
+			i, err := ContainerIndex(*spec, container)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Named(r), err)
 			}
@@ -109,7 +109,9 @@ func (c *Cluster) SetImage(ctx context.Context, r Ref, container, image string, 
 	return u, err
 }
 
-func containerIndex(spec corev1.PodSpec, name string) (int, error) {
+// ContainerIndex is the index of the named container in a pod template, the first
+// when name is "".
+func ContainerIndex(spec corev1.PodSpec, name string) (int, error) {
 	if len(spec.Containers) == 0 {
 		return 0, fmt.Errorf("the pod template has no container")
 	}

@@ -257,3 +257,13 @@ func IsExited(err error) (*ExitedError, bool) {
 	ok := errors.As(err, &e)
 	return e, ok
 }
+
+// IsOOM reports whether a wait failed because the target was OOM-killed: a docker
+// or sim container that exited OOM-killed, or a pod's container (*kube.RolloutError).
+func IsOOM(err error) bool {
+	if e, ok := IsExited(err); ok && e.Identity.OOMKilled {
+		return true
+	}
+	var re *kube.RolloutError
+	return errors.As(err, &re) && re.OOM()
+}
