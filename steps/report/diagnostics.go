@@ -661,21 +661,13 @@ func armOf(b *blockRef) string {
 	return "target " + text(b.Target["name"])
 }
 
-// corpusOf is the sha256 of the corpus the block's settling attempt sent.
+// corpusOf is the sha256 of the corpus the block's settling attempt sent, as its
+// result.json recorded it (readResult).
 func (ev *evidence) corpusOf(b *blockRef) string {
-	dir := b.attemptDir()
-	if dir == "" {
-		return ""
+	if a := b.settling(); a != nil && a.corpus != nil {
+		return a.corpus.SHA256
 	}
-	var r struct {
-		Corpus struct {
-			SHA256 string `json:"sha256"`
-		} `json:"corpus"`
-	}
-	if ev.readJSON(dir+"/result.json", &r) != nil {
-		return ""
-	}
-	return r.Corpus.SHA256
+	return ""
 }
 
 // adjacent reports whether no other block on the same target started between the

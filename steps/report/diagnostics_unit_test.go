@@ -260,10 +260,6 @@ func overheadEvidence(t *testing.T, corpora map[string]string) *evidence {
 		if err := os.MkdirAll(filepath.Join(ev.dir, dir), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		res, _ := json.Marshal(map[string]any{"corpus": map[string]string{"sha256": corpora[name]}})
-		if err := os.WriteFile(filepath.Join(ev.dir, dir, "result.json"), res, 0o644); err != nil {
-			t.Fatal(err)
-		}
 		tpot := 10 + float64(i)
 		start := engine.Record{Seq: 10 * (i + 1), Step: addr, Attempt: 1, Dir: dir}
 		end := &engine.Record{Step: addr, Attempt: 1, Dir: dir, Status: engine.StatusSucceeded, Outputs: json.RawMessage(`{"incarnation":"inc-1"}`)}
@@ -271,7 +267,8 @@ func overheadEvidence(t *testing.T, corpora map[string]string) *evidence {
 		ev.startRecs[addr] = []engine.Record{start}
 		ev.final[addr] = end
 		ev.blocks = append(ev.blocks, &blockRef{Addr: addr, Conc: 4, Target: map[string]any{"name": "flare"}, End: end,
-			stats: &blockStats{OK: 10, Completion: tok[name] * 10, EndMaxMS: 10_000, TPOTp50: &tpot, TTFTp50: &tpot}})
+			attempts: []*attemptRef{{N: 1, corpus: &blockCorpus{SHA256: corpora[name]}}},
+			stats:    &blockStats{OK: 10, Completion: tok[name] * 10, EndMaxMS: 10_000, TPOTp50: &tpot, TTFTp50: &tpot}})
 	}
 	return ev
 }

@@ -32,7 +32,7 @@ func (r *Report) document(charts []chart) *document {
 	t.rows = append(t.rows, []string{"Evidence", fmt.Sprintf("%d cells required: %d accepted, %d failed, %d blocked, %d deferred, %d pending. %d blocks with records; %s/%s requests produced visible output including priming; measured repetitions %s/%s. %d priming requests are excluded from every figure.",
 		st.RequiredCells, st.AcceptedCells, st.FailedCells, st.BlockedCells, st.DeferredCells, st.PendingCells, st.Blocks,
 		fmtInt(st.SucceededRequests), fmtInt(st.AttemptedRequests), fmtInt(st.MeasuredSucceeded), fmtInt(st.MeasuredAttempted), st.RequestsNotInStatistics)})
-	if n := observedExcluded(s.Rows); n > 0 {
+	if n := r.ev.observedExcluded(); n > 0 {
 		t.rows[len(t.rows)-1][1] += fmt.Sprintf(" %d measured block(s) a capture ran during are excluded from their cells' figures.", n)
 	}
 	t.rows = append(t.rows, []string{"Decision", s.Promotion.Verdict + "."})
@@ -406,18 +406,18 @@ func (r *Report) distributionSection(d *document) {
 }
 
 // distText prints p50 / p95 / p99 of a distribution, each marked descriptive
-// (descMark) when too few samples certify it (loadgen.Descriptive).
+// (descMark) when the distribution says too few samples certify it.
 func distText(d loadgen.Dist, f func(float64) string) string {
 	if d.Samples == 0 {
 		return "—"
 	}
 	var parts []string
 	for _, q := range []struct {
-		p float64
-		v *float64
-	}{{0.50, d.P50}, {0.95, d.P95}, {0.99, d.P99}} {
+		name string
+		v    *float64
+	}{{"p50", d.P50}, {"p95", d.P95}, {"p99", d.P99}} {
 		s := f(*q.v)
-		if loadgen.Descriptive(q.p, d.Samples) {
+		if slices.Contains(d.DescriptivePercentiles, q.name) {
 			s += descMark
 		}
 		parts = append(parts, s)

@@ -74,15 +74,13 @@ func rowObserved(c *cellRef) *RowObserved {
 	return o
 }
 
-// observedExcluded counts the observed block attempts kept out of their cells'
-// figures.
-func observedExcluded(rows []Row) int {
+// observedExcluded counts the measured blocks with records that a capture ran
+// during and that their cells' figures leave out (a retried block counts once).
+func (ev *evidence) observedExcluded() int {
 	n := 0
-	for _, r := range rows {
-		for _, b := range r.Blocks {
-			if len(b.ObservedBy) > 0 && !b.InStatistics && b.Phase != "priming" {
-				n++
-			}
+	for _, b := range ev.blocks {
+		if b.excluded && len(b.population()) > 0 {
+			n++
 		}
 	}
 	return n

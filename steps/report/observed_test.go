@@ -123,7 +123,7 @@ func TestObservedCellKeepsLabelledFigures(t *testing.T) {
 	if _, err := r.SummaryJSON(); err != nil {
 		t.Fatal(err)
 	}
-	if n := observedExcluded(r.Summary.Rows); n != 0 {
+	if n := r.ev.observedExcluded(); n != 0 {
 		t.Errorf("%d blocks counted as excluded; the cell's figures are over them", n)
 	}
 }
