@@ -287,6 +287,7 @@ func (r *run) end() *Summary {
 			sum.RestoreFailures = append(sum.RestoreFailures, inst.Addr+" "+why)
 		}
 	}
+	notRerun := r.notRerun()
 	switch {
 	case len(sum.RestoreFailures) > 0:
 		sum.Status, sum.Reason = EndRestoreFailed, "restore did not succeed: "+sum.RestoreFailures[0]
@@ -306,11 +307,11 @@ func (r *run) end() *Summary {
 		// it is not a completed campaign, and only a person closes it.
 		sum.Status, sum.Cause = EndHeld, CauseStopped
 		sum.Reason = "nothing left can run, but " + r.stopFailure() + "; the campaign stays held for review: `rigor close --reason` closes it"
-	case r.notRerun() != "":
+	case notRerun != "":
 		// An interrupted step that may not run again never finished: what waits on it
 		// never ran, so the campaign did not complete either.
 		sum.Status, sum.Cause = EndHeld, CauseStopped
-		sum.Reason = "nothing left can run, but " + r.notRerun() + "; the campaign stays held for review: `rigor close --reason` closes it"
+		sum.Reason = "nothing left can run, but " + notRerun + "; the campaign stays held for review: `rigor close --reason` closes it"
 	default:
 		sum.Status = EndCompleted
 		if len(r.armStopped) > 0 {

@@ -15,18 +15,11 @@ import (
 	"github.com/rigor-bench/rigor/plans"
 )
 
-// readOutside names step arguments that the step's package does not read by name
-// because the language or shared code does, with the reader.
-var readOutside = map[string]map[string]string{
-	// The language passes phase to every step that declares it (plans.expandStep);
-	// the block step reads it by name in corpus.go.
-}
-
 // TestEveryStepArgumentIsRead: every argument a step type's schema accepts is named
 // again in its package's code outside the schema (a read such as target.Str(cfg,
-// "name")), or by the language through MatrixArguments, or in readOutside with its
-// reader. An argument written only in the schema is accepted and read by nothing (as
-// the block step's cell was): the suite fails on it.
+// "name")), or set by the language through MatrixArguments. An argument written only
+// in the schema is accepted and read by nothing (as the block step's cell was): the
+// suite fails on it.
 func TestEveryStepArgumentIsRead(t *testing.T) {
 	for name, st := range Registry() {
 		dir := strings.TrimPrefix(reflect.TypeOf(st).PkgPath(), "github.com/rigor-bench/rigor/steps/")
@@ -36,11 +29,11 @@ func TestEveryStepArgumentIsRead(t *testing.T) {
 			matrixOnly = ma.MatrixArguments()
 		}
 		for arg := range st.Spec() {
-			if slices.Contains(matrixOnly, arg) || readOutside[name][arg] != "" {
+			if slices.Contains(matrixOnly, arg) {
 				continue
 			}
 			if uses[arg] == 0 {
-				t.Errorf("step type %s accepts %q, but package %s names it only in its schema: read it, refuse it, or say who reads it in readOutside", name, arg, dir)
+				t.Errorf("step type %s accepts %q, but package %s names it only in its schema: read it or refuse it", name, arg, dir)
 			}
 		}
 	}

@@ -21,15 +21,26 @@ func pilotGate(view progressView, p *plans.Plan, state string, hold bool) func(*
 	if len(pilots) == 0 {
 		return nil
 	}
-	told := false
+	told, asked := false, false
 	return func(next *plans.Instance, settled func(string) bool) string {
-		if told || next.Meta.Phase == "pilot" {
+		if told {
+			return ""
+		}
+		if next.Meta.Phase == "pilot" {
+			asked = true // a pilot runs in this apply
 			return ""
 		}
 		for _, a := range pilots {
 			if !settled(a) {
+				asked = true
 				return ""
 			}
+		}
+		// A pilot that settled in an earlier apply was told then; only a hold needs
+		// the estimate again (reading it reads the whole state).
+		if !asked && !hold {
+			told = true
+			return ""
 		}
 		told = true
 		l := view.logger()

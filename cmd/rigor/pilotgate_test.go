@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -23,5 +24,26 @@ func TestPilotGateHoldsWhenPowerIsUnknown(t *testing.T) {
 	}
 	if msg := pilotGate(view, p, state, false)(next, settled); msg != "" {
 		t.Errorf("without the flag: %q; want no hold", msg)
+	}
+}
+
+// Without the flag, the pilot's power is told by the apply that ran the pilot; an
+// apply that finds it settled already does not read the state again.
+func TestPilotGateTellsOncePerPilot(t *testing.T) {
+	p := &plans.Plan{Instances: []*plans.Instance{{Addr: `block.pilot["c1"]`, Meta: plans.Meta{Phase: "pilot"}}}}
+	state := t.TempDir() + "/no-such-state"
+	var out bytes.Buffer
+	view := &lineView{log: zerolog.New(&out), last: map[string]time.Time{}}
+	settled := func(string) bool { return true }
+	gate := pilotGate(view, p, state, false)
+	gate(p.Instances[0], settled)
+	gate(&plans.Instance{Addr: "deploy.candidate"}, settled)
+	if !strings.Contains(out.String(), "after the pilot: the minimum detectable effect was not estimated") {
+		t.Errorf("the apply that ran the pilot logged %q; want the estimate (here, why there is none)", out.String())
+	}
+	out.Reset()
+	pilotGate(view, p, state, false)(&plans.Instance{Addr: "deploy.candidate"}, settled)
+	if out.Len() != 0 {
+		t.Errorf("an apply whose pilot had settled before logged %q; want nothing", out.String())
 	}
 }
