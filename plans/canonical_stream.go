@@ -159,16 +159,7 @@ func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 		b = appendJSONString(b, i.Meta.During)
 	}
 	if len(i.Meta.OnFailureByClass) > 0 {
-		b = append(b, `,"on_failure":{`...)
-		for n, class := range slices.Sorted(maps.Keys(i.Meta.OnFailureByClass)) {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, class)
-			b = append(b, ':')
-			b = appendJSONString(b, i.Meta.OnFailureByClass[class])
-		}
-		b = append(b, '}')
+		b = appendStringMap(append(b, `,"on_failure":`...), i.Meta.OnFailureByClass)
 	} else if i.Meta.OnFailure != "" {
 		b = append(b, `,"on_failure":`...)
 		b = appendJSONString(b, i.Meta.OnFailure)
@@ -208,14 +199,15 @@ func (i *Instance) appendCanonical(b []byte) ([]byte, error) {
 	if i.source == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendSourceMap(b, i.source)
+		b = appendStringMap(b, i.source)
 	}
 	b = append(b, `,"type":`...)
 	b = appendJSONString(b, i.Type)
 	return append(b, '}'), nil
 }
 
-func appendSourceMap(b []byte, source map[string]string) []byte {
+// appendStringMap appends a string map as a JSON object in key order.
+func appendStringMap(b []byte, source map[string]string) []byte {
 	b = append(b, '{')
 	for n, k := range slices.Sorted(maps.Keys(source)) {
 		if n > 0 {

@@ -16,21 +16,8 @@ import (
 func (p *Plan) checkConditions() hcl.Diagnostics {
 	// Built at the first condition: a plan without one pays nothing for it.
 	var ctx *hcl.EvalContext
-	var diags hcl.Diagnostics
-	seen := map[string]bool{}
-	add := func(ds ...*hcl.Diagnostic) {
-		for _, d := range ds {
-			// Instances of one step share its expression: one mistake, one error.
-			key := d.Summary + "\x00" + d.Detail
-			if d.Subject != nil {
-				key += d.Subject.String()
-			}
-			if !seen[key] {
-				seen[key] = true
-				diags = append(diags, d)
-			}
-		}
-	}
+	var out distinctDiags
+	add := out.add
 	checked := map[string]bool{}
 	for _, inst := range p.Instances {
 		expr := inst.Meta.Condition
@@ -66,7 +53,7 @@ func (p *Plan) checkConditions() hcl.Diagnostics {
 				article(u.Type().FriendlyName()), " "+u.Type().FriendlyName()))
 		}
 	}
-	return diags
+	return out.diags
 }
 
 // unknownOutcomes is the plan-time context with outcome.* in scope, every outcome

@@ -28,17 +28,8 @@ type DataReferrer interface {
 // plan-time context.
 func (p *Plan) checkDataReferences() hcl.Diagnostics {
 	ctx := p.ev.planCtx
-	var diags hcl.Diagnostics
-	seen := map[string]bool{}
-	add := func(ds ...*hcl.Diagnostic) {
-		for _, d := range ds {
-			key := d.Summary + "\x00" + d.Detail + d.Subject.String()
-			if !seen[key] {
-				seen[key] = true
-				diags = append(diags, d)
-			}
-		}
-	}
+	var out distinctDiags
+	add := out.add
 	checked := map[string]bool{}
 	for _, inst := range p.Instances {
 		s, ok := p.ev.entities[inst.entity].(*StepBlock)
@@ -62,22 +53,23 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
 		}
 		content, _, _ := s.Body.PartialContent(schema)
-		var cfg cty.Value // evaluated only when an argument needs checking here
+		ictx := ctx
+		if inst.Keyed && inst.each != cty.NilVal {
+			ictx = withEach(ctx, inst.Key, inst.each)
+		}
 		for _, n := range names {
 			a := content.Attributes[n]
 			// An argument that does not read each is the same in every instance.
 			if a == nil || (!first && !readsEach(a.Expr)) {
 				continue
 			}
-			if cfg == cty.NilVal {
-				if cfg, _ = inst.Config().Unmark(); cfg == cty.NilVal {
-					break
-				}
+			// The argument alone, not the instance's whole configuration: a data
+			// reference is dynamically typed, so its value is the expression's.
+			v, d := a.Expr.Value(ictx)
+			if d.HasErrors() {
+				continue // the configuration's evaluation reports it
 			}
-			if !cfg.IsKnown() || cfg.IsNull() || !cfg.Type().IsObjectType() || !cfg.Type().HasAttribute(n) {
-				continue
-			}
-			add(p.checkDataRef(n, refs[n], cfg.GetAttr(n), a.Expr, ctx)...)
+			add(p.checkDataRef(n, refs[n], v, a.Expr, ctx)...)
 		}
 	}
 	for _, m := range p.Matrices {
@@ -110,7 +102,7 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 			}
 		}
 	}
-	return diags
+	return out.diags
 }
 
 // readsEach says whether expr names each.key or each.value.

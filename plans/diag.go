@@ -56,3 +56,26 @@ func errorAt(rng hcl.Range, summary, detail string, args ...any) *hcl.Diagnostic
 		Subject:  rng.Ptr(),
 	}
 }
+
+// distinctDiags collects diagnostics, each once: the instances of one step or matrix
+// share its expressions, so one mistake would otherwise be reported per instance.
+type distinctDiags struct {
+	diags hcl.Diagnostics
+	seen  map[string]bool
+}
+
+func (u *distinctDiags) add(ds ...*hcl.Diagnostic) {
+	if u.seen == nil {
+		u.seen = map[string]bool{}
+	}
+	for _, d := range ds {
+		key := d.Summary + "\x00" + d.Detail
+		if d.Subject != nil {
+			key += d.Subject.String()
+		}
+		if !u.seen[key] {
+			u.seen[key] = true
+			u.diags = append(u.diags, d)
+		}
+	}
+}

@@ -202,20 +202,11 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 			}
 		}
 	})
-	seen := map[string]bool{}
+	out := distinctDiags{diags: diags}
 	for _, d := range instDiags {
-		for _, x := range d {
-			// Matrix instances share expressions: one mistake is reported once.
-			key := x.Summary + "\x00" + x.Detail
-			if x.Subject != nil {
-				key += x.Subject.String()
-			}
-			if !seen[key] {
-				seen[key] = true
-				diags = append(diags, x)
-			}
-		}
+		out.add(d...)
 	}
+	diags = out.diags
 	return diags
 }
 

@@ -134,16 +134,31 @@ func (p *Plan) checkSensitive(types StepTypes) hcl.Diagnostics {
 			continue
 		}
 		public := pa.PublicArguments()
+		var names []string // the public arguments this step sets, in order
 		for _, name := range sortedKeys(public) {
-			attr := body.Attributes[name]
-			if attr == nil {
+			if body.Attributes[name] != nil {
+				names = append(names, name)
+			}
+		}
+		found := map[string]bool{}
+		for _, inst := range byEntity[s.ID()] {
+			if len(found) == len(names) {
+				break
+			}
+			// Each instance's configuration is evaluated once, for all its names.
+			v := inst.Config()
+			if v == cty.NilVal || !v.Type().IsObjectType() {
 				continue
 			}
-			for _, inst := range byEntity[s.ID()] {
-				if v := inst.Config(); v != cty.NilVal && v.Type().IsObjectType() && v.Type().HasAttribute(name) && hasSensitive(v.GetAttr(name)) {
-					report(fmt.Sprintf("step %s.%s", s.Type, s.Name), name, attr.Expr, public[name])
-					break
+			for _, name := range names {
+				if !found[name] && v.Type().HasAttribute(name) && hasSensitive(v.GetAttr(name)) {
+					found[name] = true
 				}
+			}
+		}
+		for _, name := range names {
+			if found[name] {
+				report(fmt.Sprintf("step %s.%s", s.Type, s.Name), name, body.Attributes[name].Expr, public[name])
 			}
 		}
 	}
