@@ -759,7 +759,11 @@ func (r *Report) closureSection(d *document) {
 		s.list(outageLines(ws))
 	}
 	if ev.ended != nil {
-		s.p("Campaign end record: %s %s.", ev.ended.Status, strings.TrimSpace(firstLine(ev.ended.Message)))
+		if msg := strings.TrimSpace(firstLine(ev.ended.Message)); msg != "" {
+			s.p("Campaign end record: %s: %s.", ev.ended.Status, msg)
+		} else {
+			s.p("Campaign end record: %s.", ev.ended.Status)
+		}
 	}
 }
 

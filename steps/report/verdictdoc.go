@@ -217,7 +217,7 @@ func (r *Report) noiseSection(d *document, charts []chart) {
 		s.tab(t)
 	}
 	if st.Power != nil {
-		s.p("Power from the pilot (stated before any candidate traffic by `rigor status` and `rigor plan show --state`):")
+		s.p("Power from the pilot (logged by `rigor plan apply` once the pilot has settled, before the next step; also printed by `rigor status` and `rigor plan show --state`):")
 		s.list(trimmed(st.Power.Lines()))
 	}
 	t := &table{head: []string{"#", "Block", "Arm", "C", "Repetition", "Attempt", metric, "Relative to the baseline arm's mean at this C"}}
