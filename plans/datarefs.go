@@ -2,7 +2,6 @@ package plans
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -30,6 +29,15 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 	ctx := p.ev.planCtx
 	var out distinctDiags
 	add := out.add
+	// Each instance's arguments are checked on every core, the diagnostics kept in
+	// run order.
+	type task struct {
+		inst  *Instance
+		s     *StepBlock
+		dr    DataReferrer
+		first bool
+	}
+	var tasks []task
 	checked := map[string]bool{}
 	for _, inst := range p.Instances {
 		s, ok := p.ev.entities[inst.entity].(*StepBlock)
@@ -38,16 +46,15 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 		}
 		first := !checked[inst.entity]
 		checked[inst.entity] = true
-		dr, ok := s.StepType.(DataReferrer)
-		if !ok {
-			continue
+		if dr, ok := s.StepType.(DataReferrer); ok {
+			tasks = append(tasks, task{inst: inst, s: s, dr: dr, first: first})
 		}
-		refs := dr.DataReferences()
-		names := make([]string, 0, len(refs))
-		for n := range refs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+	}
+	found := make([]hcl.Diagnostics, len(tasks))
+	parallelFor(len(tasks), 64, func(i int) {
+		inst, s, first := tasks[i].inst, tasks[i].s, tasks[i].first
+		refs := tasks[i].dr.DataReferences()
+		names := sortedKeys(refs)
 		schema := &hcl.BodySchema{}
 		for _, n := range names {
 			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
@@ -69,8 +76,11 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 			if d.HasErrors() {
 				continue // the configuration's evaluation reports it
 			}
-			add(p.checkDataRef(n, refs[n], v, a.Expr, ctx)...)
+			found[i] = append(found[i], p.checkDataRef(n, refs[n], v, a.Expr, ctx)...)
 		}
+	})
+	for _, d := range found {
+		add(d...)
 	}
 	for _, m := range p.Matrices {
 		for _, arm := range m.Arms {

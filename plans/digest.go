@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -48,6 +49,7 @@ type sourceDigester struct {
 	data   map[string]map[string]string   // memo: data block id -> its parts
 	matrix map[string]map[string]string   // memo: matrix id / arm -> parts
 	all    string                         // digest of every file, for a reference kind not known here
+	mu     sync.Mutex                     // guards the memos: instances are digested on every core
 }
 
 // setSources computes every instance's source parts in the plan-time context.
@@ -66,9 +68,29 @@ func (p *Plan) setSources(ctx *hcl.EvalContext) {
 			}
 		}
 	}
-	for _, inst := range p.Instances {
-		inst.source = d.instance(inst)
+	parallelFor(len(p.Instances), 64, func(i int) {
+		p.Instances[i].source = d.instance(p.Instances[i])
+	})
+}
+
+// memo returns what m holds under key, computing and storing it the first time. It
+// computes outside the lock, since computing may consult the memos again; two
+// workers may both compute a part, and the parts are the same.
+func (d *sourceDigester) memo(m map[string]map[string]string, key string, compute func() map[string]string) map[string]string {
+	d.mu.Lock()
+	parts, ok := m[key]
+	d.mu.Unlock()
+	if ok {
+		return parts
 	}
+	parts = compute()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if prev, ok := m[key]; ok {
+		return prev
+	}
+	m[key] = parts
+	return parts
 }
 
 func digestText(s string) string {
@@ -92,15 +114,13 @@ func (d *sourceDigester) instance(inst *Instance) map[string]string {
 		d.body(parts, "", sb.Body, ctx, inst.each, nil)
 		return parts
 	case *Matrix:
-		key := ent.ID() + "\x00" + inst.Arm
-		if parts, ok := d.matrix[key]; ok {
-			return parts
-		}
-		parts := map[string]string{}
-		sb := d.blocks[ent.DeclRange]
-		if sb == nil {
-			parts["source"] = digestText(string(d.text(ent.SrcRange)))
-		} else {
+		return d.memo(d.matrix, ent.ID()+"\x00"+inst.Arm, func() map[string]string {
+			parts := map[string]string{}
+			sb := d.blocks[ent.DeclRange]
+			if sb == nil {
+				parts["source"] = digestText(string(d.text(ent.SrcRange)))
+				return parts
+			}
 			// Every arm is skipped here but this instance's own, which is read
 			// under the prefix "arm.".
 			d.body(parts, "", sb.Body, d.ctx, cty.NilVal, func(b *hclsyntax.Block) bool { return b.Type == "arm" })
@@ -109,9 +129,8 @@ func (d *sourceDigester) instance(inst *Instance) map[string]string {
 					d.body(parts, "arm.", b.Body, d.ctx, cty.NilVal, nil)
 				}
 			}
-		}
-		d.matrix[key] = parts
-		return parts
+			return parts
+		})
 	}
 	return map[string]string{}
 }
@@ -190,20 +209,19 @@ func (d *sourceDigester) reach(parts map[string]string, x hcl.Expression, each c
 // dataParts are the unknown attributes of a host, target, workload or gate and what
 // they read, memoised: data blocks cannot use each, so they are the same for all.
 func (d *sourceDigester) dataParts(db *DataBlock) map[string]string {
-	if parts, ok := d.data[db.ID()]; ok {
-		return parts
-	}
-	parts := map[string]string{}
-	d.data[db.ID()] = parts // data blocks refer to each other without cycles
-	for _, name := range sortedAttrNames(db.Attrs) {
-		a := db.Attrs[name]
-		if v, diags := a.Expr.Value(d.ctx); !diags.HasErrors() && wholeKnown(v) {
-			continue
+	// Data blocks refer to each other without cycles (the evaluator refused them).
+	return d.memo(d.data, db.ID(), func() map[string]string {
+		parts := map[string]string{}
+		for _, name := range sortedAttrNames(db.Attrs) {
+			a := db.Attrs[name]
+			if v, diags := a.Expr.Value(d.ctx); !diags.HasErrors() && wholeKnown(v) {
+				continue
+			}
+			parts[db.ID()+"."+name] = digestText(canonicalExpr(a.Expr, d.files))
+			d.reach(parts, a.Expr, cty.NilVal)
 		}
-		parts[db.ID()+"."+name] = digestText(canonicalExpr(a.Expr, d.files))
-		d.reach(parts, a.Expr, cty.NilVal)
-	}
-	return parts
+		return parts
+	})
 }
 
 // localParts are what a local reads when its value is not known at plan time: its
@@ -220,6 +238,8 @@ func (d *sourceDigester) localParts(l *Local, each cty.Value) map[string]string 
 }
 
 func (d *sourceDigester) allFiles() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.all != "" {
 		return d.all
 	}

@@ -34,6 +34,16 @@ type evaluator struct {
 	noSteps      sync.Once
 	noStepsCtx   *hcl.EvalContext
 	noStepsDiags hcl.Diagnostics
+	// stepFree holds the values, made without steps, of the data blocks and locals
+	// that depend on no step: every context with steps shares them, so the engine's
+	// context before each step evaluates only what step outputs can change.
+	stepFree map[string]valueEval
+}
+
+// valueEval is a data block's or local's value and what evaluating it reported.
+type valueEval struct {
+	v     cty.Value
+	diags hcl.Diagnostics
 }
 
 func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
@@ -69,10 +79,13 @@ func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	for _, id := range ids {
-		r, d := e.entityRefs(id)
-		diags = append(diags, d...)
-		e.refs[id] = r
+	// Collecting references only reads the declarations, so it runs on every core.
+	refs := make([][]ref, len(ids))
+	refDiags := make([]hcl.Diagnostics, len(ids))
+	parallelFor(len(ids), 64, func(i int) { refs[i], refDiags[i] = e.entityRefs(ids[i]) })
+	for i, id := range ids {
+		diags = append(diags, refDiags[i]...)
+		e.refs[id] = refs[i]
 	}
 	if diags.HasErrors() {
 		return nil, diags
@@ -246,8 +259,13 @@ func (e *evaluator) context(outputs Outputs, withSteps bool) (*hcl.EvalContext, 
 func (e *evaluator) buildContext(outputs Outputs, withSteps bool) (*hcl.EvalContext, hcl.Diagnostics) {
 	// outcome.* is known only when the engine evaluates a condition.
 	base := map[string]cty.Value{"var": e.vars, "step": cty.DynamicVal, "outcome": cty.DynamicVal}
+	var stepFree map[string]valueEval // what this context, without steps, records
 	if withSteps {
 		base["step"] = e.stepObject(outputs)
+		e.context(nil, false)
+	} else {
+		stepFree = map[string]valueEval{}
+		e.stepFree = stepFree
 	}
 	var diags hcl.Diagnostics
 	values := make(map[string]cty.Value, len(e.dataOrder))
@@ -256,6 +274,12 @@ func (e *evaluator) buildContext(outputs Outputs, withSteps bool) (*hcl.EvalCont
 	// reached): publishing the whole namespace again after every block made
 	// evaluation quadratic in the number of blocks.
 	for _, n := range e.dataOrder {
+		if withSteps && len(e.stepDeps[n.ID()]) == 0 {
+			ve := e.stepFree[n.ID()]
+			values[n.ID()] = ve.v
+			diags = append(diags, ve.diags...)
+			continue
+		}
 		seen := map[string]map[string]cty.Value{}
 		for _, r := range e.refs[n.ID()] {
 			kind, name, ok := "", "", false
@@ -275,24 +299,32 @@ func (e *evaluator) buildContext(outputs Outputs, withSteps bool) (*hcl.EvalCont
 		ctx := &hcl.EvalContext{Variables: namespaces(base, seen), Functions: e.funcs}
 		if l, ok := n.(*Local); ok {
 			v, vd := l.Expr.Value(ctx)
-			diags = append(diags, vd...)
 			if vd.HasErrors() {
 				v = cty.DynamicVal
 			}
+			diags = append(diags, vd...)
 			values[l.ID()] = v
+			if stepFree != nil {
+				stepFree[l.ID()] = valueEval{v: v, diags: vd}
+			}
 			continue
 		}
 		d := n.(*DataBlock)
 		attrs := map[string]cty.Value{"name": cty.StringVal(d.Name)}
+		var dd hcl.Diagnostics
 		for _, name := range sortedAttrNames(d.Attrs) {
 			v, vd := d.Attrs[name].Expr.Value(ctx)
-			diags = append(diags, vd...)
+			dd = append(dd, vd...)
 			if vd.HasErrors() {
 				v = cty.DynamicVal
 			}
 			attrs[name] = v
 		}
+		diags = append(diags, dd...)
 		values[d.ID()] = cty.ObjectVal(attrs)
+		if stepFree != nil {
+			stepFree[d.ID()] = valueEval{v: values[d.ID()], diags: dd}
+		}
 	}
 	all := map[string]map[string]cty.Value{}
 	for _, n := range e.dataOrder {

@@ -126,20 +126,29 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	}
 	sort.Slice(decls, func(a, b int) bool { return decls[a].order < decls[b].order })
 
+	// Declarations expand on every core: each reads the plan and writes only its own
+	// instances (and a matrix its own order). They are merged in declaration order.
+	type expansion struct {
+		insts  []*Instance
+		setups []armSetup
+		diags  hcl.Diagnostics
+	}
+	expanded := make([]expansion, len(decls))
+	parallelFor(len(decls), 16, func(i int) {
+		x := &expanded[i]
+		if dcl := decls[i]; dcl.step != nil {
+			x.insts, x.diags = p.expandStep(dcl.step, ctx0)
+		} else {
+			x.insts, x.setups, x.diags = p.expandMatrix(dcl.mat, ctx0, types)
+		}
+	})
 	byEntity := map[string][]*Instance{}
 	var all []*Instance
 	var armSetups []armSetup
-	for _, dcl := range decls {
-		var insts []*Instance
-		if dcl.step != nil {
-			insts, d = p.expandStep(dcl.step, ctx0)
-		} else {
-			var sets []armSetup
-			insts, sets, d = p.expandMatrix(dcl.mat, ctx0, types)
-			armSetups = append(armSetups, sets...)
-		}
-		diags = append(diags, d...)
-		for _, inst := range insts {
+	for _, x := range expanded {
+		armSetups = append(armSetups, x.setups...)
+		diags = append(diags, x.diags...)
+		for _, inst := range x.insts {
 			inst.Index = len(all)
 			all = append(all, inst)
 			p.byAddr[inst.Addr] = inst
@@ -779,7 +788,16 @@ func (c *matrixCell) value(ctx *hcl.EvalContext, name string) (sharedVal, bool) 
 	return sharedVal{v: cv, diags: d}, true
 }
 
-// check is the diagnostics of the block's configuration.
+// ownTypes are the types of the values a cell gives its block itself.
+var ownTypes = map[string]cty.Type{
+	"concurrency": cty.Number, "repetition": cty.Number, "arm": cty.String, "cell": cty.String,
+	metaPhase: cty.String, "primed": cty.Bool, "reset_cache": cty.Bool, "expect_cache": cty.String,
+}
+
+// check is the diagnostics of the block's configuration. A value the cell gives
+// itself is converted only where the block's type differs from the value's: a
+// conversion to the same type cannot fail, and 80,000 blocks made and converted
+// eight values each.
 func (c *matrixCell) check(ctx *hcl.EvalContext) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, name := range evaluatedAttrs {
@@ -791,10 +809,16 @@ func (c *matrixCell) check(ctx *hcl.EvalContext) hcl.Diagnostics {
 		return diags
 	}
 	for _, name := range c.shared.names {
-		if !slices.Contains(evaluatedAttrs, name) {
-			if sv, ok := c.value(ctx, name); ok {
-				diags = append(diags, sv.diags...)
+		if slices.Contains(evaluatedAttrs, name) {
+			continue
+		}
+		if t, own := ownTypes[name]; own {
+			if want := c.shared.implied.AttributeType(name); want.Equals(t) || want == cty.DynamicPseudoType {
+				continue
 			}
+		}
+		if sv, ok := c.value(ctx, name); ok {
+			diags = append(diags, sv.diags...)
 		}
 	}
 	return diags
@@ -1105,18 +1129,24 @@ func (p *Plan) Graph() (graph.Graph[string, *Instance], error) {
 // runOrder is Kahn's algorithm with a priority queue on declaration index: among the
 // steps whose dependencies are done, the one declared first runs first.
 func (p *Plan) runOrder() ([]*Instance, hcl.Diagnostics) {
-	indeg := map[string]int{}
-	children := map[string][]*Instance{}
+	// Instances are counted by Index, their place in p.Instances (placeOrder).
+	indeg := make([]int, len(p.Instances))
+	children := make([][]*Instance, len(p.Instances))
 	for _, inst := range p.Instances {
-		preds := inst.Predecessors()
-		indeg[inst.Addr] = len(preds)
-		for _, d := range preds {
-			children[d] = append(children[d], inst)
+		for _, preds := range [][]string{inst.DependsOn, inst.After} {
+			for _, d := range preds {
+				indeg[inst.Index]++
+				// An address no instance has keeps inst waiting: a cycle's diagnostic
+				// names it rather than a panic.
+				if pred := p.byAddr[d]; pred != nil {
+					children[pred.Index] = append(children[pred.Index], inst)
+				}
+			}
 		}
 	}
 	q := &indexHeap{}
 	for _, inst := range p.Instances {
-		if indeg[inst.Addr] == 0 {
+		if indeg[inst.Index] == 0 {
 			heap.Push(q, inst)
 		}
 	}
@@ -1124,9 +1154,9 @@ func (p *Plan) runOrder() ([]*Instance, hcl.Diagnostics) {
 	for q.Len() > 0 {
 		inst := heap.Pop(q).(*Instance)
 		out = append(out, inst)
-		for _, c := range children[inst.Addr] {
-			indeg[c.Addr]--
-			if indeg[c.Addr] == 0 {
+		for _, c := range children[inst.Index] {
+			indeg[c.Index]--
+			if indeg[c.Index] == 0 {
 				heap.Push(q, c)
 			}
 		}
@@ -1135,7 +1165,7 @@ func (p *Plan) runOrder() ([]*Instance, hcl.Diagnostics) {
 		var stuck []string
 		var rng hcl.Range
 		for _, inst := range p.Instances {
-			if indeg[inst.Addr] > 0 {
+			if indeg[inst.Index] > 0 {
 				stuck = append(stuck, inst.Addr)
 				if rng.Filename == "" {
 					rng = inst.DeclRange

@@ -161,10 +161,23 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 	var campaigns []*hcl.Block
 	seen := map[string]hcl.Range{}
 	seenLocals := map[string]hcl.Range{}
+	// Hosts, targets, workloads, gates, steps and matrices are decoded on every core
+	// (a campaign of 10 MB has tens of thousands); the rest, and every diagnostic,
+	// follow in declaration order.
+	type item struct {
+		b     *hcl.Block
+		order int
+		note  hcl.Diagnostics // a file's or a duplicate's diagnostics, kept in place
+		data  *DataBlock
+		step  *StepBlock
+		mat   *Matrix
+		diags hcl.Diagnostics
+	}
+	var items []item
 	order := 0
 	for _, f := range files {
 		content, cdiags := f.Body.Content(rootSchema)
-		diags = append(diags, cdiags...)
+		items = append(items, item{note: cdiags})
 		if content == nil {
 			continue
 		}
@@ -178,47 +191,63 @@ func (p *Plan) decode(files []*hcl.File, opts Options) hcl.Diagnostics {
 				key = "step.block." + b.Labels[0]
 			}
 			if prev, dup := seen[key]; dup && b.Type != blockCampaign && b.Type != blockLocals {
-				diags = append(diags, &hcl.Diagnostic{
+				items = append(items, item{note: hcl.Diagnostics{{
 					Severity: hcl.DiagError,
 					Summary:  "Duplicate " + b.Type + " name",
 					Detail:   fmt.Sprintf("%s %q was already declared at %s. Names must be unique.", describeBlock(b), b.Labels[len(b.Labels)-1], prev),
 					Subject:  b.DefRange.Ptr(),
-				})
+				}}})
 				continue
 			}
 			seen[key] = b.DefRange
 			order++
-			switch b.Type {
-			case blockCampaign:
-				campaigns = append(campaigns, b)
-			case blockVariable:
-				v, vd := decodeVariable(b)
-				diags = append(diags, vd...)
-				if v != nil {
-					p.Variables = append(p.Variables, v)
-				}
-			case blockHost, blockTarget, blockWorkload, blockGate:
-				d, dd := decodeDataBlock(b)
-				diags = append(diags, dd...)
-				if d != nil {
-					p.Data = append(p.Data, d)
-				}
-			case blockStep:
-				s, sd := decodeStepBlock(b, opts.StepTypes, order)
-				diags = append(diags, sd...)
-				if s != nil {
-					p.Steps = append(p.Steps, s)
-				}
-			case blockDecision:
-				diags = append(diags, p.addDecision(b)...)
-			case blockLocals:
-				diags = append(diags, p.addLocals(b, seenLocals)...)
-			case blockMatrix:
-				m, md := decodeMatrix(b, order)
-				diags = append(diags, md...)
-				if m != nil {
-					p.Matrices = append(p.Matrices, m)
-				}
+			items = append(items, item{b: b, order: order})
+		}
+	}
+	parallelFor(len(items), 64, func(i int) {
+		it := &items[i]
+		if it.b == nil {
+			return
+		}
+		switch it.b.Type {
+		case blockHost, blockTarget, blockWorkload, blockGate:
+			it.data, it.diags = decodeDataBlock(it.b)
+		case blockStep:
+			it.step, it.diags = decodeStepBlock(it.b, opts.StepTypes, it.order)
+		case blockMatrix:
+			it.mat, it.diags = decodeMatrix(it.b, it.order)
+		}
+	})
+	for _, it := range items {
+		if it.b == nil {
+			diags = append(diags, it.note...)
+			continue
+		}
+		diags = append(diags, it.diags...)
+		switch b := it.b; b.Type {
+		case blockCampaign:
+			campaigns = append(campaigns, b)
+		case blockVariable:
+			v, vd := decodeVariable(b)
+			diags = append(diags, vd...)
+			if v != nil {
+				p.Variables = append(p.Variables, v)
+			}
+		case blockHost, blockTarget, blockWorkload, blockGate:
+			if it.data != nil {
+				p.Data = append(p.Data, it.data)
+			}
+		case blockStep:
+			if it.step != nil {
+				p.Steps = append(p.Steps, it.step)
+			}
+		case blockDecision:
+			diags = append(diags, p.addDecision(b)...)
+		case blockLocals:
+			diags = append(diags, p.addLocals(b, seenLocals)...)
+		case blockMatrix:
+			if it.mat != nil {
+				p.Matrices = append(p.Matrices, it.mat)
 			}
 		}
 	}

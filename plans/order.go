@@ -281,14 +281,16 @@ func (p *Plan) placeOrder(before map[string][]*Instance) {
 	for i, inst := range all {
 		inst.Index = i
 		p.byAddr[inst.Addr] = inst
-		deps := map[string]bool{}
 		inst.DependsOn = dedupeSorted(inst.DependsOn)
-		for _, d := range inst.DependsOn {
-			deps[d] = true
-		}
+		// Both lists are sorted: the order-only predecessors that are not already
+		// dependencies are found by walking them side by side.
 		var after []string
+		deps := inst.DependsOn
 		for _, a := range dedupeSorted(inst.After) {
-			if !deps[a] {
+			for len(deps) > 0 && deps[0] < a {
+				deps = deps[1:]
+			}
+			if len(deps) == 0 || deps[0] != a {
 				after = append(after, a)
 			}
 		}

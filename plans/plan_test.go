@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -436,3 +437,65 @@ func TestDiffPlans(t *testing.T) {
 }
 
 func jsonNumber(s string) any { return encjson.Number(s) }
+
+// TestContextStepFreeAndStepFedData: a context with step outputs evaluates again
+// the data blocks and locals that read a step (here through a local), and keeps the
+// plan-time values of those that read none, in the plan-time context and in one
+// with outputs.
+func TestContextStepFreeAndStepFedData(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"c.hcl": `
+campaign "c" {
+  outage {
+    budget  = "1h"
+    reserve = "10m"
+  }
+}
+host "h" {
+  runtime = "sim"
+  gpus    = "sim"
+}
+step "freeze" "tag" {
+  values = { v = 7 }
+}
+locals {
+  suffix = "v${step.freeze.tag.values.v}"
+}
+target "fixed" {
+  host      = host.h
+  container = "fixed"
+  endpoint  = "http://127.0.0.1:1"
+}
+target "tagged" {
+  host      = host.h
+  container = "c-${local.suffix}"
+  endpoint  = "http://127.0.0.1:2"
+}
+`})
+	p := mustLoad(t, filepath.Join(dir, "c.hcl"), plans.Options{})
+	container := func(ctx *hcl.EvalContext, target string) cty.Value {
+		t.Helper()
+		v, _ := ctx.Variables["target"].GetAttr(target).GetAttr("container").Unmark()
+		return v
+	}
+	before, diags := p.Context(nil)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if got := container(before, "tagged"); got.IsKnown() {
+		t.Errorf("tagged's container before freeze.tag ran = %#v, want unknown", got)
+	}
+	after, diags := p.Context(plans.Outputs{"freeze.tag": cty.ObjectVal(map[string]cty.Value{
+		"values": cty.ObjectVal(map[string]cty.Value{"v": cty.NumberIntVal(7)}),
+	})})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if got := container(after, "tagged"); !got.RawEquals(cty.StringVal("c-v7")) {
+		t.Errorf("tagged's container after freeze.tag ran = %#v, want c-v7", got)
+	}
+	for _, ctx := range []*hcl.EvalContext{before, after} {
+		if got := container(ctx, "fixed"); !got.RawEquals(cty.StringVal("fixed")) {
+			t.Errorf("fixed's container = %#v, want fixed", got)
+		}
+	}
+}
