@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // bigCampaign writes a campaign of 50 arms x 10 concurrencies x (priming + 19
@@ -117,5 +119,22 @@ func TestBigCampaignOrder(t *testing.T) {
 	}
 	if last := p.Instances[len(p.Instances)-1].Addr; last != `block.primary["a49/c10/r19"]` {
 		t.Errorf("last instance %s, want the last block of the last arm", last)
+	}
+}
+
+// BenchmarkContextWithOutputs builds the context the engine evaluates a step in,
+// with a step's outputs known, on a 1 MB lane campaign (about 5,000 targets and
+// workloads and 12,000 instances): the engine builds one whenever outputs changed.
+func BenchmarkContextWithOutputs(b *testing.B) {
+	path, _, want := laneCampaign(b, 1<<20)
+	p := mustLoad(b, path, plans.Options{StepTypes: steps.Registry().Types(), Env: []string{}})
+	if len(p.Instances) != want {
+		b.Fatalf("%d instances, want %d", len(p.Instances), want)
+	}
+	outputs := plans.Outputs{"exec.oracle0": cty.EmptyObjectVal}
+	for b.Loop() {
+		if _, diags := p.Context(outputs); diags.HasErrors() {
+			b.Fatal(diags.Error())
+		}
 	}
 }

@@ -169,9 +169,12 @@ func (p *Plan) checkDataValues() hcl.Diagnostics {
 	// Without step outputs: evaluation problems are reported by expansion, which
 	// evaluates the same context again.
 	ctx, _ := p.ev.context(nil, false)
+	// Checking reads only the context, so each block is checked on every core.
+	found := make([]hcl.Diagnostics, len(p.Data))
+	parallelFor(len(p.Data), 64, func(i int) { found[i] = p.ev.checkData(p.Data[i], ctx) })
 	var diags hcl.Diagnostics
-	for _, d := range p.Data {
-		diags = append(diags, p.ev.checkData(d, ctx)...)
+	for _, d := range found {
+		diags = append(diags, d...)
 	}
 	return diags
 }
