@@ -1215,6 +1215,11 @@ func (p *Plan) exprText(x hcl.Expression) string {
 // the engine starts it once the block runs.
 func (p *Plan) resolveDuring(ctx0 *hcl.EvalContext) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	// The namespace of addresses is built only for a plan with a during: it holds a
+	// value per instance.
+	if !slices.ContainsFunc(p.Instances, func(inst *Instance) bool { return inst.during != nil }) {
+		return nil
+	}
 	addrs := p.ev.instanceObject(func(inst *Instance) cty.Value { return cty.StringVal(inst.Addr) })
 	for _, inst := range p.Instances {
 		if inst.during == nil {

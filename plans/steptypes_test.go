@@ -1,8 +1,11 @@
 package plans_test
 
 import (
+	"testing"
+
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/rigor-bench/rigor/plans"
+	"github.com/rigor-bench/rigor/steps"
 	"github.com/rigor-bench/rigor/steps/vocab"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -78,5 +81,25 @@ func testStepTypes() plans.StepTypes {
 		},
 		"deploy":  targetOnly,
 		"restore": targetOnly,
+	}
+}
+
+// TestRealStepSpecsAreAttributes: Load checks a step block against its type's
+// implied schema alone (decodeStepBlock), which is all hcldec checks while every
+// argument is an attribute. A nested block spec would need its own check there.
+func TestRealStepSpecsAreAttributes(t *testing.T) {
+	for name, st := range steps.Registry().Types() {
+		for arg, spec := range st.Spec() {
+			for {
+				v, ok := spec.(*hcldec.ValidateSpec) // a check on an argument's value
+				if !ok {
+					break
+				}
+				spec = v.Wrapped
+			}
+			if _, ok := spec.(*hcldec.AttrSpec); !ok {
+				t.Errorf("step type %q argument %q is a %T, not an attribute", name, arg, spec)
+			}
+		}
 	}
 }

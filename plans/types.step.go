@@ -155,9 +155,11 @@ func decodeStepBlock(b *hcl.Block, types StepTypes, order int) (*StepBlock, hcl.
 		s.Sequential = a.Expr
 	}
 	s.Body = remain
-	// Decode once with no context just to report schema problems (unknown or missing
-	// arguments) at load time, with the list of what the type accepts.
-	if _, sd := hcldec.Decode(remain, st.Spec(), nil); sd.HasErrors() {
+	// Check the body against the type's schema to report unknown or missing
+	// arguments at load time, with the list of what the type accepts. Only the
+	// schema: evaluation waits for expansion, which decodes every instance (step
+	// types' specs are attributes, so the implied schema is all hcldec checks).
+	if _, sd := remain.Content(hcldec.ImpliedSchema(st.Spec())); sd.HasErrors() {
 		for _, sdiag := range sd {
 			if sdiag.Summary == "Unsupported argument" || sdiag.Summary == "Missing required argument" || sdiag.Summary == "Unsupported block type" {
 				diags = append(diags, sdiag)
