@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -49,13 +50,18 @@ type sourceDigester struct {
 	data   map[string]map[string]string   // memo: data block id -> its parts
 	matrix map[string]map[string]string   // memo: matrix id / arm -> parts
 	all    string                         // digest of every file, for a reference kind not known here
-	mu     sync.Mutex                     // guards the memos: instances are digested on every core
+	// configKeys, per step type, maps an argument to its configuration attribute
+	// (configKeys): whether an argument is known is read from the configuration
+	// evaluated in the same context, instead of evaluating the argument again.
+	configKeys map[string]map[string]string
+	mu         sync.Mutex // guards the memos: instances are digested on every core
 }
 
-// setSources computes every instance's source parts in the plan-time context.
-func (p *Plan) setSources(ctx *hcl.EvalContext) {
+// newSourceDigester prepares the source digests of p's instances in ctx, the
+// plan-time context.
+func newSourceDigester(p *Plan, ctx *hcl.EvalContext) *sourceDigester {
 	d := &sourceDigester{p: p, ctx: ctx, files: p.parser.Files(), blocks: map[hcl.Range]*hclsyntax.Block{},
-		data: map[string]map[string]string{}, matrix: map[string]map[string]string{}}
+		data: map[string]map[string]string{}, matrix: map[string]map[string]string{}, configKeys: map[string]map[string]string{}}
 	names := make([]string, 0, len(d.files))
 	for n := range d.files {
 		names = append(names, n)
@@ -68,9 +74,36 @@ func (p *Plan) setSources(ctx *hcl.EvalContext) {
 			}
 		}
 	}
-	parallelFor(len(p.Instances), 64, func(i int) {
-		p.Instances[i].source = d.instance(p.Instances[i])
-	})
+	for _, s := range p.Steps {
+		if _, done := d.configKeys[s.Type]; !done {
+			d.configKeys[s.Type] = configKeys(s.StepType.Spec())
+		}
+	}
+	return d
+}
+
+// configKeys maps each argument a spec reads to the configuration attribute that
+// holds its value.
+func configKeys(spec hcldec.ObjectSpec) map[string]string {
+	keys := map[string]string{}
+	for key, sp := range spec {
+		for {
+			v, ok := sp.(*hcldec.ValidateSpec)
+			if !ok {
+				break
+			}
+			sp = v.Wrapped
+		}
+		if a, ok := sp.(*hcldec.AttrSpec); ok {
+			keys[a.Name] = key
+		}
+	}
+	// Meta-arguments are not in the body a step type decodes: a spec argument of
+	// the same name holds something else.
+	for _, meta := range metaSchema.Attributes {
+		delete(keys, meta.Name)
+	}
+	return keys
 }
 
 // memo returns what m holds under key, computing and storing it the first time. It
@@ -98,7 +131,9 @@ func digestText(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func (d *sourceDigester) instance(inst *Instance) map[string]string {
+// instance is inst's source parts. config is its configuration evaluated in d.ctx,
+// or cty.NilVal when not at hand.
+func (d *sourceDigester) instance(inst *Instance, config cty.Value) map[string]string {
 	switch ent := d.p.ev.entities[inst.entity].(type) {
 	case *StepBlock:
 		parts := map[string]string{}
@@ -111,7 +146,7 @@ func (d *sourceDigester) instance(inst *Instance) map[string]string {
 		if inst.Keyed {
 			ctx = withEach(ctx, inst.Key, inst.each)
 		}
-		d.body(parts, "", sb.Body, ctx, inst.each, nil)
+		d.body(parts, "", sb.Body, ctx, inst.each, nil, d.knownIn(config, ent.Type))
 		return parts
 	case *Matrix:
 		return d.memo(d.matrix, ent.ID()+"\x00"+inst.Arm, func() map[string]string {
@@ -123,10 +158,10 @@ func (d *sourceDigester) instance(inst *Instance) map[string]string {
 			}
 			// Every arm is skipped here but this instance's own, which is read
 			// under the prefix "arm.".
-			d.body(parts, "", sb.Body, d.ctx, cty.NilVal, func(b *hclsyntax.Block) bool { return b.Type == "arm" })
+			d.body(parts, "", sb.Body, d.ctx, cty.NilVal, func(b *hclsyntax.Block) bool { return b.Type == "arm" }, nil)
 			for _, b := range sb.Body.Blocks {
 				if b.Type == "arm" && len(b.Labels) == 1 && b.Labels[0] == inst.Arm {
-					d.body(parts, "arm.", b.Body, d.ctx, cty.NilVal, nil)
+					d.body(parts, "arm.", b.Body, d.ctx, cty.NilVal, nil, nil)
 				}
 			}
 			return parts
@@ -140,13 +175,23 @@ func (d *sourceDigester) instance(inst *Instance) map[string]string {
 var structural = map[string]bool{metaDependsOn: true, "arm.setup": true}
 
 // body adds the parts of a body's attributes and nested blocks under prefix.
-func (d *sourceDigester) body(parts map[string]string, prefix string, body *hclsyntax.Body, ctx *hcl.EvalContext, each cty.Value, skip func(*hclsyntax.Block) bool) {
+// known, where not nil, says whether an attribute of body is known in ctx without
+// evaluating it again; false for ok means it cannot tell.
+func (d *sourceDigester) body(parts map[string]string, prefix string, body *hclsyntax.Body, ctx *hcl.EvalContext, each cty.Value, skip func(*hclsyntax.Block) bool, known func(name string) (known, ok bool)) {
 	for _, name := range sortedKeys(body.Attributes) {
 		a := body.Attributes[name]
 		if structural[prefix+name] {
 			continue
 		}
-		if v, diags := a.Expr.Value(ctx); !diags.HasErrors() && wholeKnown(v) {
+		k, ok := false, false
+		if known != nil {
+			k, ok = known(name)
+		}
+		if !ok {
+			v, diags := a.Expr.Value(ctx)
+			k = !diags.HasErrors() && wholeKnown(v)
+		}
+		if k {
 			continue
 		}
 		parts[prefix+name] = digestText(canonicalExpr(a.Expr, d.files))
@@ -160,7 +205,7 @@ func (d *sourceDigester) body(parts map[string]string, prefix string, body *hcls
 		for _, l := range b.Labels {
 			p += l + "."
 		}
-		d.body(parts, p, b.Body, ctx, each, nil)
+		d.body(parts, p, b.Body, ctx, each, nil, nil)
 	}
 }
 
@@ -287,4 +332,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// knownIn says whether an argument of a step of type typ is known, from config, its
+// configuration evaluated without errors in the digester's context: the argument's
+// value converted to its type, which is known exactly when the value is.
+func (d *sourceDigester) knownIn(config cty.Value, typ string) func(string) (bool, bool) {
+	keys := d.configKeys[typ]
+	if config == cty.NilVal || keys == nil {
+		return nil
+	}
+	return func(name string) (bool, bool) {
+		key, ok := keys[name]
+		if !ok || !config.Type().IsObjectType() || !config.Type().HasAttribute(key) {
+			return false, false
+		}
+		return wholeKnown(config.GetAttr(key)), true
+	}
 }

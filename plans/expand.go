@@ -191,19 +191,24 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	ctx, d := p.Context(nil)
 	diags = append(diags, d...)
 	e.planCtx = ctx
-	p.setSources(ctx)
+	sources := newSourceDigester(p, ctx)
 	// Evaluation only reads the context and the syntax tree, so instances are
-	// evaluated on every core; diagnostics are merged in run order.
+	// evaluated on every core; diagnostics are merged in run order. Each instance's
+	// source parts are digested with it, reading what is known from its configuration.
 	instDiags := make([]hcl.Diagnostics, len(p.Instances))
 	parallelFor(len(p.Instances), 256, func(n int) {
 		inst := p.Instances[n]
 		if inst.checkConfig != nil {
 			instDiags[n] = inst.checkConfig(ctx)
+			inst.source = sources.instance(inst, cty.NilVal)
 			return
 		}
 		v, d := inst.evalConfig(ctx)
 		instDiags[n] = d
-		if !d.HasErrors() {
+		if d.HasErrors() {
+			inst.source = sources.instance(inst, cty.NilVal)
+		} else {
+			inst.source = sources.instance(inst, v)
 			// Kept for the plan hash: a step's configuration JSON is a few hundred
 			// bytes, decoding it again costs tens of microseconds.
 			if b, err := AppendCanonicalJSON(nil, v); err == nil {

@@ -103,3 +103,15 @@ func TestRealStepSpecsAreAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestSourcesFromConfigurations: reading whether an argument is known from the
+// instance's configuration gives the source parts evaluating it again gives, on
+// campaigns whose arguments wait for builds, pilots and freezes.
+func TestSourcesFromConfigurations(t *testing.T) {
+	for _, path := range []string{"../examples/flare-wave1", "../examples/docker-local/campaign.hcl", "../examples/quickstart/campaign.hcl", seedPath} {
+		p := mustLoad(t, path, plans.Options{StepTypes: steps.Registry().Types(), Env: []string{}})
+		if bad := plans.SourceMismatches(p); len(bad) > 0 {
+			t.Errorf("%s: source parts differ for %v", path, bad)
+		}
+	}
+}

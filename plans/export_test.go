@@ -1,0 +1,33 @@
+package plans
+
+import "github.com/zclconf/go-cty/cty"
+
+// SourceMismatches digests every step instance of p twice, reading what is known
+// from its configuration and evaluating each argument again, and returns the
+// addresses where the two differ.
+func SourceMismatches(p *Plan) []string {
+	d := newSourceDigester(p, p.ev.planCtx)
+	var out []string
+	for _, inst := range p.Instances {
+		if inst.checkConfig != nil {
+			continue
+		}
+		v, diags := inst.evalConfig(p.ev.planCtx)
+		if diags.HasErrors() {
+			out = append(out, inst.Addr+" (does not evaluate)")
+			continue
+		}
+		from, again := d.instance(inst, v), d.instance(inst, cty.NilVal)
+		if len(from) != len(again) {
+			out = append(out, inst.Addr)
+			continue
+		}
+		for k, x := range from {
+			if again[k] != x {
+				out = append(out, inst.Addr)
+				break
+			}
+		}
+	}
+	return out
+}
