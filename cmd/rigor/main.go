@@ -172,9 +172,11 @@ func (g *globals) setupLog() error {
 		w := zerolog.ConsoleWriter{Out: g.stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(g.stderr),
 			// A step address prints as it is written, block.primary["c1"], so it can
 			// be pasted back into a plan: the writer quotes any value holding a
-			// quote, and only values with spaces need that.
+			// quote, and only values with spaces need that. A JSON field (RawJSON)
+			// comes as its encoding's bytes, printed as text as zerolog's own
+			// formatter does.
 			FormatFieldValue: func(v any) string {
-				s := fmt.Sprint(v)
+				s := fmt.Sprintf("%s", v)
 				if u, err := strconv.Unquote(s); err == nil && !strings.ContainsAny(u, " \t\n") {
 					return u
 				}
