@@ -3,6 +3,7 @@ package plans
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"sort"
 	"sync"
 
@@ -50,9 +51,9 @@ type sourceDigester struct {
 	data   map[string]map[string]string   // memo: data block id -> its parts
 	matrix map[string]map[string]string   // memo: matrix id / arm -> parts
 	all    string                         // digest of every file, for a reference kind not known here
-	// configKeys, per step type, maps an argument to its configuration attribute
-	// (configKeys): whether an argument is known is read from the configuration
-	// evaluated in the same context, instead of evaluating the argument again.
+	// configKeys, per step type, maps an argument to its configuration attribute:
+	// whether an argument is known is read from the configuration evaluated in the
+	// same context, instead of evaluating the argument again.
 	configKeys map[string]map[string]string
 	mu         sync.Mutex // guards the memos: instances are digested on every core
 }
@@ -83,18 +84,13 @@ func newSourceDigester(p *Plan, ctx *hcl.EvalContext) *sourceDigester {
 }
 
 // configKeys maps each argument a spec reads to the configuration attribute that
-// holds its value.
+// holds its value, where that value is known exactly when the argument is:
+// converting to a type that holds an object can drop an unknown attribute, so
+// such arguments are left out (the digester evaluates them).
 func configKeys(spec hcldec.ObjectSpec) map[string]string {
 	keys := map[string]string{}
 	for key, sp := range spec {
-		for {
-			v, ok := sp.(*hcldec.ValidateSpec)
-			if !ok {
-				break
-			}
-			sp = v.Wrapped
-		}
-		if a, ok := sp.(*hcldec.AttrSpec); ok {
+		if a, ok := attrSpecOf(sp); ok && !holdsObject(a.Type) {
 			keys[a.Name] = key
 		}
 	}
@@ -104,6 +100,33 @@ func configKeys(spec hcldec.ObjectSpec) map[string]string {
 		delete(keys, meta.Name)
 	}
 	return keys
+}
+
+// attrSpecOf is the attribute a spec reads, looking through the checks wrapped
+// around it; false for any other kind of spec.
+func attrSpecOf(sp hcldec.Spec) (*hcldec.AttrSpec, bool) {
+	for {
+		v, ok := sp.(*hcldec.ValidateSpec)
+		if !ok {
+			break
+		}
+		sp = v.Wrapped
+	}
+	a, ok := sp.(*hcldec.AttrSpec)
+	return a, ok
+}
+
+// holdsObject says whether t is or contains an object type.
+func holdsObject(t cty.Type) bool {
+	switch {
+	case t.IsObjectType():
+		return true
+	case t.IsListType() || t.IsSetType() || t.IsMapType():
+		return holdsObject(t.ElementType())
+	case t.IsTupleType():
+		return slices.ContainsFunc(t.TupleElementTypes(), holdsObject)
+	}
+	return false
 }
 
 // memo returns what m holds under key, computing and storing it the first time. It
@@ -335,16 +358,16 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // knownIn says whether an argument of a step of type typ is known, from config, its
-// configuration evaluated without errors in the digester's context: the argument's
-// value converted to its type, which is known exactly when the value is.
+// configuration evaluated without errors in the digester's context (configKeys
+// lists the arguments it can tell).
 func (d *sourceDigester) knownIn(config cty.Value, typ string) func(string) (bool, bool) {
 	keys := d.configKeys[typ]
-	if config == cty.NilVal || keys == nil {
+	if config == cty.NilVal || keys == nil || !config.Type().IsObjectType() {
 		return nil
 	}
 	return func(name string) (bool, bool) {
 		key, ok := keys[name]
-		if !ok || !config.Type().IsObjectType() || !config.Type().HasAttribute(key) {
+		if !ok || !config.Type().HasAttribute(key) {
 			return false, false
 		}
 		return wholeKnown(config.GetAttr(key)), true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dominikbraun/graph"
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -34,10 +35,15 @@ type evaluator struct {
 	noSteps      sync.Once
 	noStepsCtx   *hcl.EvalContext
 	noStepsDiags hcl.Diagnostics
-	// stepFree holds the values, made without steps, of the data blocks and locals
-	// that depend on no step: every context with steps shares them, so the engine's
-	// context before each step evaluates only what step outputs can change.
-	stepFree map[string]valueEval
+	// plain holds every data block's and local's value in the context without
+	// steps. A context with step outputs shares those of the blocks and locals not
+	// in again, so the engine's context before each step evaluates only what can
+	// have changed since the plan was loaded.
+	plain map[string]valueEval
+	// again lists the data blocks and locals a context with steps evaluates anew: a
+	// step feeds them, or they read a file (file, filesha256), which a step may
+	// have written; directly or through the blocks and locals they name.
+	again map[string]bool
 }
 
 // valueEval is a data block's or local's value and what evaluating it reported.
@@ -53,6 +59,7 @@ func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
 		entities: map[string]any{},
 		refs:     map[string][]ref{},
 		stepDeps: map[string][]ref{},
+		again:    map[string]bool{},
 		vocab:    vocabularyOf(types),
 	}
 	var diags hcl.Diagnostics
@@ -213,19 +220,23 @@ func (e *evaluator) orderData() {
 		}
 		done[n.ID()] = true
 		var steps []ref
+		again := readsFiles(n)
 		for _, r := range e.refs[n.ID()] {
 			switch x := e.entities[r.Entity].(type) {
 			case *DataBlock:
 				visit(x)
 				steps = append(steps, e.stepDeps[x.ID()]...)
+				again = again || e.again[x.ID()]
 			case *Local:
 				visit(x)
 				steps = append(steps, e.stepDeps[x.ID()]...)
+				again = again || e.again[x.ID()]
 			case *StepBlock, *Matrix:
 				steps = append(steps, r)
 			}
 		}
 		e.stepDeps[n.ID()] = steps
+		e.again[n.ID()] = again || len(steps) > 0
 		e.dataOrder = append(e.dataOrder, n)
 	}
 	for _, d := range e.plan.Data {
@@ -247,110 +258,147 @@ func (p *Plan) Context(outputs Outputs) (*hcl.EvalContext, hcl.Diagnostics) {
 
 func (e *evaluator) context(outputs Outputs, withSteps bool) (*hcl.EvalContext, hcl.Diagnostics) {
 	if withSteps {
-		return e.buildContext(outputs, true)
+		ctx, diags, _ := e.buildContext(outputs, true)
+		return ctx, diags
 	}
 	// The context without steps depends on nothing that changes after the
 	// evaluator is made; checking data values and expansion both use it, and
 	// building it evaluates every data block.
-	e.noSteps.Do(func() { e.noStepsCtx, e.noStepsDiags = e.buildContext(nil, false) })
+	e.noSteps.Do(func() { e.noStepsCtx, e.noStepsDiags, e.plain = e.buildContext(nil, false) })
 	return e.noStepsCtx, e.noStepsDiags
 }
 
-func (e *evaluator) buildContext(outputs Outputs, withSteps bool) (*hcl.EvalContext, hcl.Diagnostics) {
+// readsFiles says whether a data block's or local's expressions call a function
+// that reads a file.
+func readsFiles(n valueNode) bool {
+	var exprs []hcl.Expression
+	switch x := n.(type) {
+	case *Local:
+		exprs = append(exprs, x.Expr)
+	case *DataBlock:
+		for _, a := range x.Attrs {
+			exprs = append(exprs, a.Expr)
+		}
+	}
+	found := false
+	for _, x := range exprs {
+		if sx, ok := x.(hclsyntax.Expression); ok {
+			hclsyntax.VisitAll(sx, func(node hclsyntax.Node) hcl.Diagnostics {
+				if call, ok := node.(*hclsyntax.FunctionCallExpr); ok && (call.Name == "file" || call.Name == "filesha256") {
+					found = true
+				}
+				return nil
+			})
+		}
+	}
+	return found
+}
+
+// buildContext makes a context and returns, with it, the value of each data block
+// and local it evaluated. With steps, it evaluates only those in e.again and takes
+// the others from the context without steps, which it makes first.
+func (e *evaluator) buildContext(outputs Outputs, withSteps bool) (*hcl.EvalContext, hcl.Diagnostics, map[string]valueEval) {
 	// outcome.* is known only when the engine evaluates a condition.
 	base := map[string]cty.Value{"var": e.vars, "step": cty.DynamicVal, "outcome": cty.DynamicVal}
-	var stepFree map[string]valueEval // what this context, without steps, records
 	if withSteps {
 		base["step"] = e.stepObject(outputs)
 		e.context(nil, false)
-	} else {
-		stepFree = map[string]valueEval{}
-		e.stepFree = stepFree
 	}
 	var diags hcl.Diagnostics
+	evaluated := map[string]valueEval{}
 	values := make(map[string]cty.Value, len(e.dataOrder))
+	changed := map[string]bool{} // kinds with a value evaluated anew
 	// Each data block or local is evaluated in a context holding only the data
 	// blocks and locals it names (references were resolved, so nothing else can be
 	// reached): publishing the whole namespace again after every block made
 	// evaluation quadratic in the number of blocks.
 	for _, n := range e.dataOrder {
-		if withSteps && len(e.stepDeps[n.ID()]) == 0 {
-			ve := e.stepFree[n.ID()]
+		if withSteps && !e.again[n.ID()] {
+			ve := e.plain[n.ID()]
 			values[n.ID()] = ve.v
 			diags = append(diags, ve.diags...)
 			continue
 		}
 		seen := map[string]map[string]cty.Value{}
 		for _, r := range e.refs[n.ID()] {
-			kind, name, ok := "", "", false
-			switch x := e.entities[r.Entity].(type) {
-			case *DataBlock:
-				kind, name, ok = x.Kind, x.Name, true
-			case *Local:
-				kind, name, ok = blockLocal, x.Name, true
-			}
-			if ok {
+			if kind, name, ok := valueName(e.entities[r.Entity]); ok {
 				if seen[kind] == nil {
 					seen[kind] = map[string]cty.Value{}
 				}
 				seen[kind][name] = values[r.Entity]
 			}
 		}
-		ctx := &hcl.EvalContext{Variables: namespaces(base, seen), Functions: e.funcs}
-		if l, ok := n.(*Local); ok {
-			v, vd := l.Expr.Value(ctx)
-			if vd.HasErrors() {
-				v = cty.DynamicVal
+		ctx := &hcl.EvalContext{Variables: namespaces(base, seen, nil), Functions: e.funcs}
+		var ve valueEval
+		switch x := n.(type) {
+		case *Local:
+			ve.v, ve.diags = x.Expr.Value(ctx)
+			if ve.diags.HasErrors() {
+				ve.v = cty.DynamicVal
 			}
-			diags = append(diags, vd...)
-			values[l.ID()] = v
-			if stepFree != nil {
-				stepFree[l.ID()] = valueEval{v: v, diags: vd}
+		case *DataBlock:
+			attrs := map[string]cty.Value{"name": cty.StringVal(x.Name)}
+			for _, name := range sortedAttrNames(x.Attrs) {
+				v, vd := x.Attrs[name].Expr.Value(ctx)
+				ve.diags = append(ve.diags, vd...)
+				if vd.HasErrors() {
+					v = cty.DynamicVal
+				}
+				attrs[name] = v
 			}
-			continue
+			ve.v = cty.ObjectVal(attrs)
 		}
-		d := n.(*DataBlock)
-		attrs := map[string]cty.Value{"name": cty.StringVal(d.Name)}
-		var dd hcl.Diagnostics
-		for _, name := range sortedAttrNames(d.Attrs) {
-			v, vd := d.Attrs[name].Expr.Value(ctx)
-			dd = append(dd, vd...)
-			if vd.HasErrors() {
-				v = cty.DynamicVal
-			}
-			attrs[name] = v
-		}
-		diags = append(diags, dd...)
-		values[d.ID()] = cty.ObjectVal(attrs)
-		if stepFree != nil {
-			stepFree[d.ID()] = valueEval{v: values[d.ID()], diags: dd}
-		}
+		diags = append(diags, ve.diags...)
+		values[n.ID()] = ve.v
+		evaluated[n.ID()] = ve
+		kind, _, _ := valueName(n)
+		changed[kind] = true
 	}
 	all := map[string]map[string]cty.Value{}
 	for _, n := range e.dataOrder {
-		kind, name := blockLocal, ""
-		switch x := n.(type) {
-		case *DataBlock:
-			kind, name = x.Kind, x.Name
-		case *Local:
-			name = x.Name
-		}
+		kind, name, _ := valueName(n)
 		if all[kind] == nil {
 			all[kind] = map[string]cty.Value{}
 		}
 		all[kind][name] = values[n.ID()]
 	}
-	return &hcl.EvalContext{Variables: namespaces(base, all), Functions: e.funcs}, diags
+	// A kind none of whose values changed is the context without steps' own object.
+	var same map[string]cty.Value
+	if withSteps {
+		same = map[string]cty.Value{}
+		for kind, v := range e.noStepsCtx.Variables {
+			if !changed[kind] {
+				same[kind] = v
+			}
+		}
+	}
+	return &hcl.EvalContext{Variables: namespaces(base, all, same), Functions: e.funcs}, diags, evaluated
 }
 
-// namespaces is base plus one object per data block kind (empty when none is given).
-func namespaces(base map[string]cty.Value, kinds map[string]map[string]cty.Value) map[string]cty.Value {
+// valueName is the namespace and name a data block or local is referred to by.
+func valueName(x any) (kind, name string, ok bool) {
+	switch x := x.(type) {
+	case *DataBlock:
+		return x.Kind, x.Name, true
+	case *Local:
+		return blockLocal, x.Name, true
+	}
+	return "", "", false
+}
+
+// namespaces is base plus one object per data block kind (empty when none is
+// given): same's value where it has one, else an object of kinds' values.
+func namespaces(base map[string]cty.Value, kinds map[string]map[string]cty.Value, same map[string]cty.Value) map[string]cty.Value {
 	out := make(map[string]cty.Value, len(base)+4)
 	for k, v := range base {
 		out[k] = v
 	}
 	for _, kind := range []string{blockHost, blockTarget, blockWorkload, blockGate, blockLocal} {
-		out[kind] = cty.ObjectVal(kinds[kind])
+		if v, ok := same[kind]; ok {
+			out[kind] = v
+		} else {
+			out[kind] = cty.ObjectVal(kinds[kind])
+		}
 	}
 	return out
 }

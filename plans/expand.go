@@ -127,7 +127,7 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	sort.Slice(decls, func(a, b int) bool { return decls[a].order < decls[b].order })
 
 	// Declarations expand on every core: each reads the plan and writes only its own
-	// instances (and a matrix its own order). They are merged in declaration order.
+	// instances (and a matrix its own Matrix). They are merged in declaration order.
 	type expansion struct {
 		insts  []*Instance
 		setups []armSetup
@@ -554,8 +554,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 		return nil, nil, hcl.Diagnostics{errorAt(m.DeclRange, "Matrix too large",
 			"This matrix expands to %d blocks (%d arms x %d concurrencies x %d per cell); the limit is %d.", n, len(m.Arms), len(concs), perCell, maxMatrixInstances)}
 	}
-	shared := &matrixShared{m: m, implied: hcldec.ImpliedType(spec)}
-	shared.names = sortedKeys(shared.implied.AttributeTypes())
+	shared := newMatrixShared(m, hcldec.ImpliedType(spec))
 	var insts []*Instance
 	var setups []armSetup
 	// mk builds one block instance of the matrix.
@@ -666,9 +665,30 @@ type matrixShared struct {
 	m       *Matrix
 	implied cty.Type
 	names   []string // implied's attribute names, sorted
-	mu      sync.Mutex
-	ctx     *hcl.EvalContext // the context memo belongs to; contexts are never changed once built
-	memo    map[sharedKey]sharedVal
+	// converted are the names, after evaluatedAttrs, whose conversion check may
+	// fail: a value a cell gives itself is left out when the block's type already
+	// is that value's type, since such a conversion cannot fail (80,000 blocks
+	// made and converted eight values each).
+	converted []string
+	mu        sync.Mutex
+	ctx       *hcl.EvalContext // the context memo belongs to; contexts are never changed once built
+	memo      map[sharedKey]sharedVal
+}
+
+func newMatrixShared(m *Matrix, implied cty.Type) *matrixShared {
+	s := &matrixShared{m: m, implied: implied, names: sortedKeys(implied.AttributeTypes())}
+	for _, name := range s.names {
+		if slices.Contains(evaluatedAttrs, name) {
+			continue
+		}
+		if t, own := ownTypes[name]; own {
+			if want := implied.AttributeType(name); want.Equals(t) || want == cty.DynamicPseudoType {
+				continue
+			}
+		}
+		s.converted = append(s.converted, name)
+	}
+	return s
 }
 
 type sharedKey struct {
@@ -799,10 +819,7 @@ var ownTypes = map[string]cty.Type{
 	metaPhase: cty.String, "primed": cty.Bool, "reset_cache": cty.Bool, "expect_cache": cty.String,
 }
 
-// check is the diagnostics of the block's configuration. A value the cell gives
-// itself is converted only where the block's type differs from the value's: a
-// conversion to the same type cannot fail, and 80,000 blocks made and converted
-// eight values each.
+// check is the diagnostics of the block's configuration.
 func (c *matrixCell) check(ctx *hcl.EvalContext) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, name := range evaluatedAttrs {
@@ -813,15 +830,7 @@ func (c *matrixCell) check(ctx *hcl.EvalContext) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
-	for _, name := range c.shared.names {
-		if slices.Contains(evaluatedAttrs, name) {
-			continue
-		}
-		if t, own := ownTypes[name]; own {
-			if want := c.shared.implied.AttributeType(name); want.Equals(t) || want == cty.DynamicPseudoType {
-				continue
-			}
-		}
+	for _, name := range c.shared.converted {
 		if sv, ok := c.value(ctx, name); ok {
 			diags = append(diags, sv.diags...)
 		}

@@ -6,9 +6,9 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// TestOwnTypesAreTheCellsValues keeps ownTypes true: check skips converting a
-// value the cell gives itself when the block's type is ownTypes[name], so each
-// must be the type value actually makes.
+// TestOwnTypesAreTheCellsValues keeps ownTypes true: newMatrixShared leaves out of
+// check the conversion of a value the cell gives itself when the block's type is
+// ownTypes[name], so each must be the type value actually makes.
 func TestOwnTypesAreTheCellsValues(t *testing.T) {
 	names := map[string]cty.Type{}
 	for name := range ownTypes {

@@ -1,6 +1,12 @@
 package plans
 
-import "github.com/zclconf/go-cty/cty"
+import (
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// AttrSpecOf is attrSpecOf, for the test that every real step argument is one.
+func AttrSpecOf(sp hcldec.Spec) (*hcldec.AttrSpec, bool) { return attrSpecOf(sp) }
 
 // SourceMismatches digests every step instance of p twice, reading what is known
 // from its configuration and evaluating each argument again, and returns the

@@ -439,11 +439,11 @@ func TestDiffPlans(t *testing.T) {
 func jsonNumber(s string) any { return encjson.Number(s) }
 
 // TestContextStepFreeAndStepFedData: a context with step outputs evaluates again
-// the data blocks and locals that read a step (here through a local), and keeps the
-// plan-time values of those that read none, in the plan-time context and in one
-// with outputs.
+// the data blocks and locals that read a step (here through a local) or a file a
+// step may have rewritten, and keeps the plan-time values of those that read
+// neither, in the plan-time context and in one with outputs.
 func TestContextStepFreeAndStepFedData(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"c.hcl": `
+	dir := writeFiles(t, map[string]string{"note.txt": "a", "c.hcl": `
 campaign "c" {
   outage {
     budget  = "1h"
@@ -470,6 +470,14 @@ target "tagged" {
   container = "c-${local.suffix}"
   endpoint  = "http://127.0.0.1:2"
 }
+locals {
+  note = file("note.txt")
+}
+target "noted" {
+  host      = host.h
+  container = "n-${local.note}"
+  endpoint  = "http://127.0.0.1:3"
+}
 `})
 	p := mustLoad(t, filepath.Join(dir, "c.hcl"), plans.Options{})
 	container := func(ctx *hcl.EvalContext, target string) cty.Value {
@@ -484,6 +492,13 @@ target "tagged" {
 	if got := container(before, "tagged"); got.IsKnown() {
 		t.Errorf("tagged's container before freeze.tag ran = %#v, want unknown", got)
 	}
+	if got := container(before, "noted"); !got.RawEquals(cty.StringVal("n-a")) {
+		t.Errorf("noted's container = %#v, want n-a", got)
+	}
+	// A step rewrites the file the local reads.
+	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte("b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	after, diags := p.Context(plans.Outputs{"freeze.tag": cty.ObjectVal(map[string]cty.Value{
 		"values": cty.ObjectVal(map[string]cty.Value{"v": cty.NumberIntVal(7)}),
 	})})
@@ -492,6 +507,9 @@ target "tagged" {
 	}
 	if got := container(after, "tagged"); !got.RawEquals(cty.StringVal("c-v7")) {
 		t.Errorf("tagged's container after freeze.tag ran = %#v, want c-v7", got)
+	}
+	if got := container(after, "noted"); !got.RawEquals(cty.StringVal("n-b")) {
+		t.Errorf("noted's container after its file changed = %#v, want n-b", got)
 	}
 	for _, ctx := range []*hcl.EvalContext{before, after} {
 		if got := container(ctx, "fixed"); !got.RawEquals(cty.StringVal("fixed")) {

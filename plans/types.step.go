@@ -157,8 +157,9 @@ func decodeStepBlock(b *hcl.Block, types StepTypes, order int) (*StepBlock, hcl.
 	s.Body = remain
 	// Check the body against the type's schema to report unknown or missing
 	// arguments at load time, with the list of what the type accepts. Only the
-	// schema: evaluation waits for expansion, which decodes every instance (step
-	// types' specs are attributes, so the implied schema is all hcldec checks).
+	// schema: evaluation waits for expansion, which decodes every instance. Step
+	// types' specs are attributes, so the implied schema yields every schema
+	// diagnostic hcldec reports.
 	if _, sd := remain.Content(hcldec.ImpliedSchema(st.Spec())); sd.HasErrors() {
 		for _, sdiag := range sd {
 			if sdiag.Summary == "Unsupported argument" || sdiag.Summary == "Missing required argument" || sdiag.Summary == "Unsupported block type" {
