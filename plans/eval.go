@@ -3,6 +3,7 @@ package plans
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,8 +42,8 @@ type evaluator struct {
 	// have changed since the plan was loaded.
 	plain map[string]valueEval
 	// again lists the data blocks and locals a context with steps evaluates anew: a
-	// step feeds them, or they read a file (file, filesha256), which a step may
-	// have written; directly or through the blocks and locals they name.
+	// step feeds them, or they read a file (fileReaders), which a step may have
+	// written; directly or through the blocks and locals they name.
 	again map[string]bool
 }
 
@@ -284,7 +285,7 @@ func readsFiles(n valueNode) bool {
 	for _, x := range exprs {
 		if sx, ok := x.(hclsyntax.Expression); ok {
 			hclsyntax.VisitAll(sx, func(node hclsyntax.Node) hcl.Diagnostics {
-				if call, ok := node.(*hclsyntax.FunctionCallExpr); ok && (call.Name == "file" || call.Name == "filesha256") {
+				if call, ok := node.(*hclsyntax.FunctionCallExpr); ok && slices.Contains(fileReaders, call.Name) {
 					found = true
 				}
 				return nil

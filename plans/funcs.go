@@ -68,6 +68,11 @@ func functions(baseDir string) map[string]function.Function {
 	}
 }
 
+// fileReaders are the functions above whose value is a file's content: a context
+// with step outputs evaluates again what calls them, since a step may have
+// rewritten the file.
+var fileReaders = []string{"file", "filesha256"}
+
 func resolvePath(baseDir, p string) string {
 	if filepath.IsAbs(p) {
 		return p
