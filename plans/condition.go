@@ -59,7 +59,7 @@ func (p *Plan) checkConditions() hcl.Diagnostics {
 // unknownOutcomes is the plan-time context with outcome.* in scope, every outcome
 // unknown: what a condition reads, typed, before anything has run.
 func (p *Plan) unknownOutcomes() *hcl.EvalContext {
-	obj := p.ev.instanceObject(func(*Instance) cty.Value { return cty.UnknownVal(OutcomeType) }).AsValueMap()
+	obj := p.ev.instanceObject(func(*Instance) cty.Value { return cty.UnknownVal(OutcomeType) }, p.ev.outcomesRead).AsValueMap()
 	if obj == nil {
 		obj = map[string]cty.Value{}
 	}

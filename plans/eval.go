@@ -41,6 +41,14 @@ type evaluator struct {
 	// in again, so the engine's context before each step evaluates only what can
 	// have changed since the plan was loaded.
 	plain map[string]valueEval
+	// stepsRead are the steps and matrices an expression reads the outputs of:
+	// the "step" namespace holds only theirs. In a campaign of 119,000 instances,
+	// a few thousand are read (pilots, freezes, builds); a marked unknown for each
+	// of the others was most of what a context cost.
+	stepsRead map[string]bool
+	// outcomesRead are the steps and matrices a condition reads the outcome of
+	// (outcome.TYPE.NAME): the "outcome" namespace holds only theirs.
+	outcomesRead map[string]bool
 	// again lists the data blocks and locals a context with steps evaluates anew: a
 	// step feeds them, or they read a file (fileReaders), which a step may have
 	// written; directly or through the blocks and locals they name.
@@ -97,6 +105,18 @@ func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
 	}
 	if diags.HasErrors() {
 		return nil, diags
+	}
+	e.stepsRead, e.outcomesRead = map[string]bool{}, map[string]bool{}
+	for _, rs := range e.refs {
+		for _, r := range rs {
+			switch {
+			case r.Static || !strings.HasPrefix(r.Entity, "step."):
+			case r.After:
+				e.outcomesRead[r.Entity] = true
+			default:
+				e.stepsRead[r.Entity] = true
+			}
+		}
 	}
 	diags = append(diags, e.checkCycles(ids)...)
 	if diags.HasErrors() {
@@ -405,19 +425,21 @@ func namespaces(base map[string]cty.Value, kinds map[string]map[string]cty.Value
 }
 
 // stepObject is the value of the "step" namespace: step.TYPE.NAME is the outputs of
-// a single instance, or an object of instance key to outputs for expanded steps.
+// a single instance, or an object of instance key to outputs for expanded steps;
+// only the steps an expression reads are there (stepsRead).
 func (e *evaluator) stepObject(outputs Outputs) cty.Value {
 	return e.instanceObject(func(inst *Instance) cty.Value {
 		if v, ok := outputs[inst.Addr]; ok {
 			return v
 		}
 		return cty.UnknownVal(inst.outputType).Mark(KnownAfter(RefAddr(inst.Addr)))
-	})
+	}, e.stepsRead)
 }
 
 // instanceObject shapes one value per instance as references name them:
-// TYPE.NAME for a single instance, TYPE.NAME[KEY] for an expanded one.
-func (e *evaluator) instanceObject(valueOf func(*Instance) cty.Value) cty.Value {
+// TYPE.NAME for a single instance, TYPE.NAME[KEY] for an expanded one. With only,
+// just the steps and matrices it holds are there.
+func (e *evaluator) instanceObject(valueOf func(*Instance) cty.Value, only map[string]bool) cty.Value {
 	byType := map[string]map[string]cty.Value{}
 	add := func(typ, name string, v cty.Value) {
 		if byType[typ] == nil {
@@ -427,6 +449,9 @@ func (e *evaluator) instanceObject(valueOf func(*Instance) cty.Value) cty.Value 
 	}
 	keyed := map[string]map[string]cty.Value{}
 	for _, inst := range e.plan.Instances {
+		if only != nil && !only[inst.entity] {
+			continue
+		}
 		v := valueOf(inst)
 		if !inst.Keyed {
 			add(inst.Type, inst.Name, v)
@@ -444,7 +469,7 @@ func (e *evaluator) instanceObject(valueOf func(*Instance) cty.Value) cty.Value 
 	}
 	// Keyed steps with no instances (an empty for_each) are still valid references.
 	for _, s := range e.plan.Steps {
-		if s.Keyed() {
+		if s.Keyed() && (only == nil || only[s.ID()]) {
 			if _, ok := byType[s.Type][s.Name]; !ok {
 				add(s.Type, s.Name, cty.EmptyObjectVal)
 			}
@@ -491,7 +516,8 @@ var ArmOutcomeType = cty.Object(map[string]cty.Type{
 })
 
 // ConditionContext is ctx with outcome.* in scope: the outcomes of the instances
-// that have settled, and of every matrix arm. An instance not settled yet is unknown.
+// that have settled, and of every matrix arm. An instance not settled yet is
+// unknown. Only the steps a condition reads are there (outcomesRead).
 func (p *Plan) ConditionContext(ctx *hcl.EvalContext, outcomes map[string]Outcome, arms map[string]map[string]ArmOutcome) *hcl.EvalContext {
 	obj := p.ev.instanceObject(func(inst *Instance) cty.Value {
 		o, ok := outcomes[inst.Addr]
@@ -502,7 +528,7 @@ func (p *Plan) ConditionContext(ctx *hcl.EvalContext, outcomes map[string]Outcom
 			"status": cty.StringVal(o.Status), "class": cty.StringVal(o.Class), "disposition": cty.StringVal(o.Disposition),
 			"requests": cty.NumberIntVal(int64(o.Requests)), "failed_requests": cty.NumberIntVal(int64(o.FailedRequests)),
 		})
-	}).AsValueMap()
+	}, p.ev.outcomesRead).AsValueMap()
 	if obj == nil {
 		obj = map[string]cty.Value{}
 	}

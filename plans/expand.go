@@ -1234,7 +1234,7 @@ func (p *Plan) resolveDuring(ctx0 *hcl.EvalContext) hcl.Diagnostics {
 	if !slices.ContainsFunc(p.Instances, func(inst *Instance) bool { return inst.during != nil }) {
 		return nil
 	}
-	addrs := p.ev.instanceObject(func(inst *Instance) cty.Value { return cty.StringVal(inst.Addr) })
+	addrs := p.ev.instanceObject(func(inst *Instance) cty.Value { return cty.StringVal(inst.Addr) }, nil)
 	for _, inst := range p.Instances {
 		if inst.during == nil {
 			continue

@@ -517,3 +517,48 @@ target "noted" {
 		}
 	}
 }
+
+// TestStepNamespaceHoldsWhatIsRead: the step namespace of a context holds the
+// steps an expression reads the outputs of, not those only ordered after
+// (depends_on) or whose outcome a condition reads; the expressions still see
+// what they read.
+func TestStepNamespaceHoldsWhatIsRead(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"c.hcl": `
+campaign "c" {
+  outage {
+    budget  = "1h"
+    reserve = "10m"
+  }
+}
+step "freeze" "read" {
+  values = { v = 1 }
+}
+step "freeze" "ordered" {
+  values = { v = 2 }
+}
+step "exec" "uses" {
+  command    = ["echo", tostring(step.freeze.read.values.v)]
+  depends_on = [step.freeze.ordered]
+  condition  = outcome.freeze.ordered.status == "succeeded"
+}
+`})
+	p := mustLoad(t, filepath.Join(dir, "c.hcl"), plans.Options{})
+	ctx, diags := p.Context(plans.Outputs{"freeze.read": cty.ObjectVal(map[string]cty.Value{
+		"values": cty.ObjectVal(map[string]cty.Value{"v": cty.NumberIntVal(1)}),
+	})})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	freezes := ctx.Variables["step"].GetAttr("freeze")
+	if !freezes.Type().HasAttribute("read") || freezes.Type().HasAttribute("ordered") {
+		t.Errorf("step.freeze holds %v, want read alone", freezes.Type().AttributeTypes())
+	}
+	inst, _ := p.Instance("exec.uses")
+	v, diags := inst.Evaluate(ctx)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if got := v.GetAttr("command").Index(cty.NumberIntVal(1)); !got.RawEquals(cty.StringVal("1")) {
+		t.Errorf("command[1] = %#v, want the read step's output 1", got)
+	}
+}

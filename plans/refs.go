@@ -20,6 +20,9 @@ type ref struct {
 	After bool
 	// Arm narrows an outcome.arm.MATRIX.ARM reference to one arm's instances.
 	Arm string
+	// Static marks a depends_on entry: it orders the referrer after the step, and
+	// nothing evaluates it.
+	Static bool
 }
 
 var refRoots = []string{"var", "local", "host", "target", "workload", "gate", "step", "each", "outcome"}
@@ -233,6 +236,9 @@ func (e *evaluator) collectRefs(id string) ([]ref, hcl.Diagnostics, map[int]bool
 				diags = append(diags, d...)
 				r, d := e.traversalRefs(trs, false)
 				diags = append(diags, d...)
+				for i := range r {
+					r[i].Static = true
+				}
 				refs = append(refs, r...)
 			case metaForEach:
 				r, d := e.exprRefs(false, x.MetaAttrs[name].Expr)
