@@ -111,6 +111,8 @@ func newEvaluator(p *Plan, types StepTypes) (*evaluator, hcl.Diagnostics) {
 		for _, r := range rs {
 			switch {
 			case r.Static || !strings.HasPrefix(r.Entity, "step."):
+			case r.After && r.Arm != "":
+				// An arm's outcome is in the arm namespace, which holds every arm.
 			case r.After:
 				e.outcomesRead[r.Entity] = true
 			default:
@@ -271,8 +273,9 @@ func (e *evaluator) orderData() {
 // Outputs maps instance addresses to the outputs of steps that have run.
 type Outputs map[string]cty.Value
 
-// Context builds the evaluation context for the given step outputs. A step that has
-// not produced outputs yet appears as an unknown marked with its address.
+// Context builds the evaluation context for the given step outputs. The step
+// namespace holds the steps some expression reads (stepsRead); one that has not
+// produced outputs yet appears as an unknown marked with its address.
 func (p *Plan) Context(outputs Outputs) (*hcl.EvalContext, hcl.Diagnostics) {
 	return p.ev.context(outputs, true)
 }

@@ -280,6 +280,9 @@ func (e *evaluator) collectRefs(id string) ([]ref, hcl.Diagnostics, map[int]bool
 		var exprs []hcl.Expression
 		for _, a := range x.Arms {
 			exprs = append(exprs, a.Target)
+			if a.ResetCache != nil {
+				exprs = append(exprs, a.ResetCache.Expr)
+			}
 		}
 		r, d := e.exprRefs(false, exprs...)
 		return append(refs, r...), append(diags, d...), condition
