@@ -59,25 +59,9 @@ func (p *Plan) checkConditions() hcl.Diagnostics {
 // unknownOutcomes is the plan-time context with outcome.* in scope, every outcome
 // unknown: what a condition reads, typed, before anything has run.
 func (p *Plan) unknownOutcomes() *hcl.EvalContext {
-	obj := p.ev.instanceObject(func(*Instance) cty.Value { return cty.UnknownVal(OutcomeType) }, p.ev.outcomesRead).AsValueMap()
-	if obj == nil {
-		obj = map[string]cty.Value{}
-	}
-	arms := map[string]cty.Value{}
-	for _, m := range p.Matrices {
-		byArm := map[string]cty.Value{}
-		for _, a := range m.Arms {
-			byArm[a.Name] = cty.UnknownVal(ArmOutcomeType)
-		}
-		arms[m.Name] = cty.ObjectVal(byArm)
-	}
-	obj["arm"] = cty.ObjectVal(arms)
-	vars := make(map[string]cty.Value, len(p.ev.planCtx.Variables)+1)
-	for k, v := range p.ev.planCtx.Variables {
-		vars[k] = v
-	}
-	vars["outcome"] = cty.ObjectVal(obj)
-	return &hcl.EvalContext{Variables: vars, Functions: p.ev.planCtx.Functions}
+	return p.outcomeContext(p.ev.planCtx,
+		func(*Instance) cty.Value { return cty.UnknownVal(OutcomeType) },
+		func(string, string) cty.Value { return cty.UnknownVal(ArmOutcomeType) })
 }
 
 // checkOutcomeFields refuses a field that no outcome has (outcome.exec.y.statuss),

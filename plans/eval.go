@@ -522,7 +522,7 @@ var ArmOutcomeType = cty.Object(map[string]cty.Type{
 // that have settled, and of every matrix arm. An instance not settled yet is
 // unknown. Only the steps a condition reads are there (outcomesRead).
 func (p *Plan) ConditionContext(ctx *hcl.EvalContext, outcomes map[string]Outcome, arms map[string]map[string]ArmOutcome) *hcl.EvalContext {
-	obj := p.ev.instanceObject(func(inst *Instance) cty.Value {
+	return p.outcomeContext(ctx, func(inst *Instance) cty.Value {
 		o, ok := outcomes[inst.Addr]
 		if !ok {
 			return cty.UnknownVal(OutcomeType)
@@ -531,24 +531,32 @@ func (p *Plan) ConditionContext(ctx *hcl.EvalContext, outcomes map[string]Outcom
 			"status": cty.StringVal(o.Status), "class": cty.StringVal(o.Class), "disposition": cty.StringVal(o.Disposition),
 			"requests": cty.NumberIntVal(int64(o.Requests)), "failed_requests": cty.NumberIntVal(int64(o.FailedRequests)),
 		})
-	}, p.ev.outcomesRead).AsValueMap()
+	}, func(matrix, arm string) cty.Value {
+		o := arms[matrix][arm]
+		return cty.ObjectVal(map[string]cty.Value{
+			"stopped": cty.BoolVal(o.Stopped), "reason": cty.StringVal(o.Reason), "settled": cty.BoolVal(o.Settled),
+			"clean":         cty.BoolVal(o.Settled && !o.Stopped && o.FailedBlocks == 0 && o.FailedRequests == 0),
+			"failed_blocks": cty.NumberIntVal(int64(o.FailedBlocks)), "failed_requests": cty.NumberIntVal(int64(o.FailedRequests)),
+		})
+	})
+}
+
+// outcomeContext is ctx with an outcome namespace: outcome.TYPE.NAME[KEY] of the
+// steps a condition reads (outcomesRead), and outcome.arm.MATRIX.ARM of every arm.
+func (p *Plan) outcomeContext(ctx *hcl.EvalContext, instance func(*Instance) cty.Value, arm func(matrix, arm string) cty.Value) *hcl.EvalContext {
+	obj := p.ev.instanceObject(instance, p.ev.outcomesRead).AsValueMap()
 	if obj == nil {
 		obj = map[string]cty.Value{}
 	}
-	armObj := map[string]cty.Value{}
+	arms := map[string]cty.Value{}
 	for _, m := range p.Matrices {
 		byArm := map[string]cty.Value{}
 		for _, a := range m.Arms {
-			o := arms[m.Name][a.Name]
-			byArm[a.Name] = cty.ObjectVal(map[string]cty.Value{
-				"stopped": cty.BoolVal(o.Stopped), "reason": cty.StringVal(o.Reason), "settled": cty.BoolVal(o.Settled),
-				"clean":         cty.BoolVal(o.Settled && !o.Stopped && o.FailedBlocks == 0 && o.FailedRequests == 0),
-				"failed_blocks": cty.NumberIntVal(int64(o.FailedBlocks)), "failed_requests": cty.NumberIntVal(int64(o.FailedRequests)),
-			})
+			byArm[a.Name] = arm(m.Name, a.Name)
 		}
-		armObj[m.Name] = cty.ObjectVal(byArm)
+		arms[m.Name] = cty.ObjectVal(byArm)
 	}
-	obj["arm"] = cty.ObjectVal(armObj)
+	obj["arm"] = cty.ObjectVal(arms)
 	vars := make(map[string]cty.Value, len(ctx.Variables)+1)
 	for k, v := range ctx.Variables {
 		vars[k] = v
