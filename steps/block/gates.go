@@ -274,8 +274,6 @@ func dockerAfter(t target.Target, before beforeState, unreachable bool) *engine.
 		}
 		return nil
 	}
-	if t.Runtime == target.RuntimeKubernetes {
-		r.Message += kubeEventNote(ctx, t, before.incarnation, before.checkedAt)
-	}
+	r.Message += runtimeEventNote(ctx, t, before.incarnation, before.checkedAt)
 	return &r
 }

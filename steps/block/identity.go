@@ -100,9 +100,7 @@ func checkHeld(ctx context.Context, sc *engine.StepContext, t target.Target, now
 		compared = append(compared, h.addr)
 		if ch := h.seen.Changes(now); len(ch) > 0 {
 			msg := fmt.Sprintf("container %s is not the one %s recorded: %s", t.Container, h.addr, strings.Join(ch, "; "))
-			if t.Runtime == target.RuntimeKubernetes {
-				msg += kubeEventNote(ctx, t, h.seen.Incarnation, h.checkedAt)
-			}
+			msg += runtimeEventNote(ctx, t, h.seen.Incarnation, h.checkedAt)
 			return compared, &identityFinding{engine.ClassIdentity, msg}
 		}
 	}
@@ -183,12 +181,17 @@ func kubeEvents(ctx context.Context, t target.Target, incarnation string, since 
 // kubePodEvents reads the cluster's events; tests replace it.
 var kubePodEvents = target.KubePodEvents
 
-// kubeEventNote is what the cluster reported about the pods of an incarnation since
-// a moment, as a clause to add to a failure that the pods' statuses found: why the
-// pod went away, which statuses of its replacement cannot say. The kubelet posts its
-// events a moment after it acts (seen on the test cluster: a deleted pod's Killing
-// came after its replacement was running), so it waits up to eventsSettle for one.
-func kubeEventNote(ctx context.Context, t target.Target, incarnation string, since time.Time) string {
+// runtimeEventNote is what the runtime reported about an incarnation since a
+// moment, as a clause to add to a failure its inspection found; "" where the
+// inspection already says it all (docker, sim). On Kubernetes it is the events of
+// the pods: why a pod went away, which statuses of its replacement cannot say. The
+// kubelet posts its events a moment after it acts (seen on the test cluster: a
+// deleted pod's Killing came after its replacement was running), so it waits up to
+// eventsSettle for one.
+func runtimeEventNote(ctx context.Context, t target.Target, incarnation string, since time.Time) string {
+	if t.Runtime != target.RuntimeKubernetes {
+		return ""
+	}
 	deadline := time.Now().Add(eventsSettle)
 	for {
 		evs, err := kubePodEvents(ctx, t, incarnation, since)
