@@ -29,43 +29,58 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 	ctx := p.ev.planCtx
 	var out distinctDiags
 	add := out.add
-	// Each instance's arguments are checked on every core, the diagnostics kept in
-	// run order.
+	// A step's arguments that name data blocks are found once per step, then each
+	// instance's are checked; both on every core, the diagnostics kept in run order.
+	type stepArgs struct {
+		s     *StepBlock
+		refs  map[string]DataRef
+		names []string // sorted
+		attrs hcl.Attributes
+	}
 	type task struct {
 		inst  *Instance
-		s     *StepBlock
-		dr    DataReferrer
+		args  *stepArgs
 		first bool
 	}
 	var tasks []task
-	checked := map[string]bool{}
+	var steps []*stepArgs
+	byEntity := map[string]*stepArgs{}
 	for _, inst := range p.Instances {
 		s, ok := p.ev.entities[inst.entity].(*StepBlock)
 		if !ok {
 			continue
 		}
-		first := !checked[inst.entity]
-		checked[inst.entity] = true
-		if dr, ok := s.StepType.(DataReferrer); ok {
-			tasks = append(tasks, task{inst: inst, s: s, dr: dr, first: first})
+		dr, ok := s.StepType.(DataReferrer)
+		if !ok {
+			continue
 		}
+		args, seen := byEntity[inst.entity]
+		if !seen {
+			args = &stepArgs{s: s, refs: dr.DataReferences()}
+			byEntity[inst.entity] = args
+			steps = append(steps, args)
+		}
+		tasks = append(tasks, task{inst: inst, args: args, first: !seen})
 	}
-	found := make([]hcl.Diagnostics, len(tasks))
-	parallelFor(len(tasks), 64, func(i int) {
-		inst, s, first := tasks[i].inst, tasks[i].s, tasks[i].first
-		refs := tasks[i].dr.DataReferences()
-		names := sortedKeys(refs)
+	parallelFor(len(steps), 64, func(i int) {
+		a := steps[i]
+		a.names = sortedKeys(a.refs)
 		schema := &hcl.BodySchema{}
-		for _, n := range names {
+		for _, n := range a.names {
 			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
 		}
-		content, _, _ := s.Body.PartialContent(schema)
+		content, _, _ := a.s.Body.PartialContent(schema)
+		a.attrs = content.Attributes
+	})
+	found := make([]hcl.Diagnostics, len(tasks))
+	parallelFor(len(tasks), 64, func(i int) {
+		inst, args, first := tasks[i].inst, tasks[i].args, tasks[i].first
 		ictx := ctx
 		if inst.Keyed && inst.each != cty.NilVal {
 			ictx = withEach(ctx, inst.Key, inst.each)
 		}
-		for _, n := range names {
-			a := content.Attributes[n]
+		for _, n := range args.names {
+			a := args.attrs[n]
 			// An argument that does not read each is the same in every instance.
 			if a == nil || (!first && !readsEach(a.Expr)) {
 				continue
@@ -76,7 +91,7 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 			if d.HasErrors() {
 				continue // the configuration's evaluation reports it
 			}
-			found[i] = append(found[i], p.checkDataRef(n, refs[n], v, a.Expr, ctx)...)
+			found[i] = append(found[i], p.checkDataRef(n, args.refs[n], v, a.Expr, ctx)...)
 		}
 	})
 	for _, d := range found {
@@ -257,11 +272,7 @@ func (e *evaluator) isBlock(ctx *hcl.EvalContext, kind string, v cty.Value) bool
 	if !n.IsKnown() || n.IsNull() || n.Type() != cty.String {
 		return false
 	}
-	all, ok := ctx.Variables[kind]
-	if !ok || !all.Type().IsObjectType() || !all.Type().HasAttribute(n.AsString()) {
-		return false
-	}
-	return sameValue(all.GetAttr(n.AsString()), v)
+	return e.sameBlock(ctx, kind, n.AsString(), v)
 }
 
 // sameBlock says whether u is the value of block kind.name in ctx.

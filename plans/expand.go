@@ -495,6 +495,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			diags = append(diags, errorAt(a.Expr.Range(), "Invalid repetitions", "repetitions must be one whole number."))
 		}
 	}
+	m.Repetitions = reps[0]
 	priming := false
 	if a, ok := m.Attrs["priming"]; ok {
 		v, d := a.Expr.Value(ctx0)

@@ -452,13 +452,7 @@ func (p *Plan) checkMatchedRepetitions(m *Matrix) hcl.Diagnostics {
 	if a == nil {
 		return nil
 	}
-	reps := 1
-	if ra := m.Attrs["repetitions"]; ra != nil {
-		// Expansion read the same attribute; an error there stopped the load.
-		if r, rd := knownInts(ra, p.ev.planCtx, 1); !rd.HasErrors() && len(r) == 1 {
-			reps = r[0]
-		}
-	}
+	reps := max(m.Repetitions, 1)
 	if d.MatchedRepetitions <= reps {
 		return nil
 	}

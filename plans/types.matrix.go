@@ -36,6 +36,8 @@ type Matrix struct {
 	Arms      []*Arm
 	// Concurrencies are the matrix's cells in declared order, known once expanded.
 	Concurrencies []int
+	// Repetitions is how many times each cell runs, known once expanded.
+	Repetitions int
 	// Phase is the phase of the matrix's repetitions (MatrixPhases), known once
 	// expanded.
 	Phase string
