@@ -12,12 +12,7 @@ import (
 // cannot be resolved and can still be amended prospectively. Nil when the plan has
 // no pilot: there is no point after which to tell.
 func pilotGate(view progressView, p *plans.Plan, state string, hold bool) func(*plans.Instance, func(string) bool) string {
-	var pilots []string
-	for _, in := range p.Instances {
-		if in.Meta.Phase == "pilot" {
-			pilots = append(pilots, in.Addr)
-		}
-	}
+	pilots := pilotAddrs(p)
 	if len(pilots) == 0 {
 		return nil
 	}
@@ -76,10 +71,19 @@ func holdPointMissing(p *plans.Plan) string {
 	if p.Decision == nil {
 		return "the campaign has no decision block, so there is no rule whose resolution the pilot could tell"
 	}
-	for _, in := range p.Instances {
-		if in.Meta.Phase == "pilot" {
-			return ""
-		}
+	if len(pilotAddrs(p)) > 0 {
+		return ""
 	}
 	return `the campaign has no pilot step (phase = "pilot"), so there is no point after which to hold`
+}
+
+// pilotAddrs are the addresses of p's pilot instances, in run order.
+func pilotAddrs(p *plans.Plan) []string {
+	var pilots []string
+	for _, in := range p.Instances {
+		if in.Meta.Phase == "pilot" {
+			pilots = append(pilots, in.Addr)
+		}
+	}
+	return pilots
 }
