@@ -364,7 +364,7 @@ func (r *run) stopFailure() string {
 // rerun_safe) and the blocked steps that wait on them, directly or through others,
 // or "".
 func (r *run) notRerun() string {
-	var stuck []string
+	var stuck, waiting []string
 	down := map[string]bool{}
 	for _, inst := range r.plan.Instances { // run order: a dependency comes first
 		rec := r.terminal[inst.Addr]
@@ -378,16 +378,11 @@ func (r *run) notRerun() string {
 		}
 		if rec.Status == StatusBlocked && slices.ContainsFunc(inst.DependsOn, func(d string) bool { return down[d] }) {
 			down[inst.Addr] = true
+			waiting = append(waiting, inst.Addr)
 		}
 	}
 	if len(stuck) == 0 {
 		return ""
-	}
-	var waiting []string
-	for _, inst := range r.plan.Instances {
-		if down[inst.Addr] && !slices.Contains(stuck, inst.Addr) {
-			waiting = append(waiting, inst.Addr)
-		}
 	}
 	msg := strings.Join(stuck, ", ") + " was interrupted and does not declare rerun_safe, so no apply runs it again"
 	if len(stuck) > 1 {
