@@ -3,6 +3,7 @@ package plans
 import (
 	"container/heap"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -57,6 +58,9 @@ type Instance struct {
 	// configJSON, where set, is AppendCanonicalJSON of the plan-time
 	// configuration, kept by Load (steps other than matrix blocks).
 	configJSON []byte
+	// publicSecrets are the public arguments whose plan-time value holds a
+	// sensitive one (steps only; see checkSensitive).
+	publicSecrets []string
 }
 
 // Evaluate computes the instance's configuration in ctx (see Plan.Context). The
@@ -142,30 +146,35 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 			x.insts, x.setups, x.diags = p.expandMatrix(dcl.mat, ctx0, types)
 		}
 	})
-	byEntity := map[string][]*Instance{}
-	var all []*Instance
+	// A declaration's instances are one entity's, all of them.
+	total := 0
+	for _, x := range expanded {
+		total += len(x.insts)
+	}
+	byEntity := make(map[string][]*Instance, len(decls))
+	all := make([]*Instance, 0, total)
+	p.byAddr = make(map[string]*Instance, total)
 	var armSetups []armSetup
 	for _, x := range expanded {
 		armSetups = append(armSetups, x.setups...)
 		diags = append(diags, x.diags...)
+		if len(x.insts) == 0 {
+			continue
+		}
+		entity := x.insts[0].entity
+		data := e.dataClosure(entity)
 		for _, inst := range x.insts {
 			inst.Index = len(all)
+			inst.ev, inst.data = e, data
 			all = append(all, inst)
 			p.byAddr[inst.Addr] = inst
-			byEntity[inst.entity] = append(byEntity[inst.entity], inst)
 		}
+		byEntity[entity] = slices.Clip(x.insts)
 	}
 	if diags.HasErrors() {
 		return diags
 	}
 	p.Instances = all
-	closures := map[string][]*DataBlock{}
-	for _, inst := range all {
-		if _, ok := closures[inst.entity]; !ok {
-			closures[inst.entity] = e.dataClosure(inst.entity)
-		}
-		inst.ev, inst.data = e, closures[inst.entity]
-	}
 	diags = append(diags, p.wireDependencies(byEntity, armSetups)...)
 	if diags.HasErrors() {
 		return diags
@@ -192,6 +201,7 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 	diags = append(diags, d...)
 	e.planCtx = ctx
 	sources := newSourceDigester(p, ctx)
+	secrets := p.hasSensitiveVariables()
 	// Evaluation only reads the context and the syntax tree, so instances are
 	// evaluated on every core; diagnostics are merged in run order. Each instance's
 	// source parts are digested with it, reading what is known from its configuration.
@@ -209,6 +219,9 @@ func (p *Plan) expand(types StepTypes) hcl.Diagnostics {
 			inst.source = sources.instance(inst, cty.NilVal)
 		} else {
 			inst.source = sources.instance(inst, v)
+			if s, ok := e.entities[inst.entity].(*StepBlock); ok && secrets {
+				inst.publicSecrets = publicSecrets(s.StepType, v)
+			}
 			// Kept for the plan hash: a step's configuration JSON is a few hundred
 			// bytes, decoding it again costs tens of microseconds.
 			if b, err := AppendCanonicalJSON(nil, v); err == nil {
@@ -237,6 +250,28 @@ type armSetup struct {
 
 func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
+	spec := s.StepType.Spec()
+	// A step type whose schema names the phase meta-argument receives its value
+	// as an argument the content holds; one content per phase the instances have.
+	contents := map[string]decodedBody{}
+	contentFor := func(phase string) decodedBody {
+		if b, ok := contents[phase]; ok {
+			return b
+		}
+		b := decodedBody{Body: s.Body, content: s.content, diags: s.contentDiags}
+		if _, wants := spec[metaPhase]; wants && phase != "" && s.content != nil {
+			rng := s.DeclRange
+			if a, ok := s.MetaAttrs[metaPhase]; ok {
+				rng = a.Expr.Range()
+			}
+			withPhase := *s.content
+			withPhase.Attributes = maps.Clone(s.content.Attributes)
+			withPhase.Attributes[metaPhase] = &hcl.Attribute{Name: metaPhase, Expr: hcl.StaticExpr(cty.StringVal(phase), rng), Range: rng, NameRange: rng}
+			b.content = &withPhase
+		}
+		contents[phase] = b
+		return b
+	}
 	mk := func(key string, keyed bool, each cty.Value) *Instance {
 		inst := &Instance{
 			Addr: InstanceAddr(s.Type, s.Name, key, keyed), Type: s.Type, Name: s.Name, Key: key, Keyed: keyed,
@@ -256,17 +291,12 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		if a, ok := s.MetaAttrs[metaDuring]; ok {
 			inst.during = a.Expr
 		}
-		spec := s.StepType.Spec()
-		body := s.Body
-		phase := meta.Phase
+		body := contentFor(meta.Phase)
 		inst.evalConfig = func(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 			if keyed {
 				ctx = withEach(ctx, key, each)
 			}
 			v, d := hcldec.Decode(body, spec, ctx)
-			if _, wants := spec[metaPhase]; wants && phase != "" {
-				v = withAttr(v, metaPhase, cty.StringVal(phase))
-			}
 			if len(d) > 0 { // the engine evaluates every instance again before it runs
 				d = listValid(d, fmt.Sprintf("step type %q", s.Type), specNames(spec))
 			}
@@ -434,17 +464,20 @@ func (p *Plan) decodeRepeat(s *StepBlock, ctx0 *hcl.EvalContext) (int, bool, hcl
 	return count, sequential, diags
 }
 
-// withAttr sets one attribute of a decoded configuration object. A step type whose
-// schema declares an attribute named like a meta-argument (phase) receives the
-// meta-argument's value there: the user writes it once, as the meta-argument.
-func withAttr(v cty.Value, name string, val cty.Value) cty.Value {
-	u, marks := v.Unmark()
-	if !u.IsKnown() || u.IsNull() || !u.Type().IsObjectType() || !u.Type().HasAttribute(name) {
-		return v
-	}
-	m := u.AsValueMap()
-	m[name] = val
-	return cty.ObjectVal(m).WithMarks(marks)
+// decodedBody is a step's body whose content is already known: hcldec.Decode asks
+// a body for its content under the schema its spec implies, the same for every
+// instance of a step, and Content returns the one decodeStepBlock found (with
+// the phase meta-argument added where the step type reads it). Only
+// hcldec.Decode with the step type's spec may read it.
+type decodedBody struct {
+	hcl.Body
+	content *hcl.BodyContent
+	diags   hcl.Diagnostics
+}
+
+// Content is the content found under the step type's schema.
+func (b decodedBody) Content(*hcl.BodySchema) (*hcl.BodyContent, hcl.Diagnostics) {
+	return b.content, b.diags
 }
 
 // forEachKey is the instance key a marked path inside a for_each map or object

@@ -2,6 +2,7 @@ package plans
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -101,11 +102,7 @@ var publicDataArguments = map[string]map[string]string{
 // checkSensitive refuses sensitive values in public arguments, at the range of the
 // reference that brings the sensitive value in.
 func (p *Plan) checkSensitive(types StepTypes) hcl.Diagnostics {
-	secretVars := false
-	for _, v := range p.Variables {
-		secretVars = secretVars || v.Sensitive
-	}
-	if !secretVars {
+	if !p.hasSensitiveVariables() {
 		return nil
 	}
 	var diags hcl.Diagnostics
@@ -142,18 +139,8 @@ func (p *Plan) checkSensitive(types StepTypes) hcl.Diagnostics {
 		}
 		found := map[string]bool{}
 		for _, inst := range byEntity[s.ID()] {
-			if len(found) == len(names) {
-				break
-			}
-			// Each instance's configuration is evaluated once, for all its names.
-			v := inst.Config()
-			if v == cty.NilVal || !v.Type().IsObjectType() {
-				continue
-			}
-			for _, name := range names {
-				if !found[name] && v.Type().HasAttribute(name) && hasSensitive(v.GetAttr(name)) {
-					found[name] = true
-				}
+			for _, name := range inst.publicSecrets {
+				found[name] = true
 			}
 		}
 		for _, name := range names {
@@ -197,6 +184,29 @@ func (e *evaluator) sensitiveSource(expr hclsyntax.Expression) (hcl.Range, strin
 // hasSensitive reports whether v or anything inside it is marked Sensitive, empty
 // or unknown as it may be: a campaign is valid or not whatever value a sensitive
 // variable is given.
+// hasSensitiveVariables says whether any variable is sensitive: without one, no
+// value is.
+func (p *Plan) hasSensitiveVariables() bool {
+	return slices.ContainsFunc(p.Variables, func(v *Variable) bool { return v.Sensitive })
+}
+
+// publicSecrets are the arguments of a step type's public ones (PublicArguments)
+// whose value in config, an instance's configuration, holds a sensitive value,
+// sorted; checkSensitive reports them.
+func publicSecrets(st StepType, config cty.Value) []string {
+	pa, ok := st.(PublicArguments)
+	if !ok || config == cty.NilVal || !config.Type().IsObjectType() {
+		return nil
+	}
+	var out []string
+	for _, name := range sortedKeys(pa.PublicArguments()) {
+		if config.Type().HasAttribute(name) && hasSensitive(config.GetAttr(name)) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func hasSensitive(v cty.Value) bool {
 	if v == cty.NilVal {
 		return false

@@ -122,6 +122,11 @@ type StepBlock struct {
 	MetaAttrs  hcl.Attributes
 	Body       hcl.Body // the type-specific remainder, decoded with the type's Spec
 	StepType   StepType
+	// content is Body's content under the type's schema, with its diagnostics:
+	// the same for every instance, which decodes it in its own context
+	// (decodedBody) instead of asking the body for it again.
+	content      *hcl.BodyContent
+	contentDiags hcl.Diagnostics
 }
 
 // Keyed says the step's instances have keys (for_each or count), so each.key and
@@ -160,7 +165,8 @@ func decodeStepBlock(b *hcl.Block, types StepTypes, order int) (*StepBlock, hcl.
 	// schema: evaluation waits for expansion, which decodes every instance. Step
 	// types' specs are attributes, so the implied schema yields every schema
 	// diagnostic hcldec reports.
-	if _, sd := remain.Content(hcldec.ImpliedSchema(st.Spec())); sd.HasErrors() {
+	s.content, s.contentDiags = remain.Content(hcldec.ImpliedSchema(st.Spec()))
+	if sd := s.contentDiags; sd.HasErrors() {
 		for _, sdiag := range sd {
 			if sdiag.Summary == "Unsupported argument" || sdiag.Summary == "Missing required argument" || sdiag.Summary == "Unsupported block type" {
 				diags = append(diags, sdiag)
