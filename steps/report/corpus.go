@@ -42,6 +42,10 @@ type CorpusArm struct {
 	Missing int `json:"missing"`
 }
 
+// corpusKey names a matrix's cell of one concurrency, for every arm: the key of
+// evidence.corpora.
+func corpusKey(matrix string, conc int) string { return fmt.Sprintf("%s/c%d", matrix, conc) }
+
 // promptReconstruction gathers the corpus digests of every matrix block attempt
 // that left records; nil when the plan has no matrix.
 func (ev *evidence) promptReconstruction() *PromptReconstruction {
@@ -51,7 +55,7 @@ func (ev *evidence) promptReconstruction() *PromptReconstruction {
 	pr := &PromptReconstruction{Scope: PromptScope, Cells: []CorpusCell{}}
 	index := map[string]int{}
 	for _, c := range ev.cells {
-		key := fmt.Sprintf("%s/c%d", c.Matrix, c.Conc)
+		key := corpusKey(c.Matrix, c.Conc)
 		i, ok := index[key]
 		if !ok {
 			i = len(pr.Cells)

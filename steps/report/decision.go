@@ -355,7 +355,7 @@ func (ev *evidence) compare(rule *decisionRule, role, sel string, threshold floa
 		c.Drift = ev.drift(rule.Matrix, rule.BaselineArm, v.DriftArm, conc, k, rule.PrimaryMetric, v.MaxDrift)
 	}
 	// Same work for every arm: a recorded difference of corpus voids the comparison.
-	if cc := ev.corpora[fmt.Sprintf("%s/c%d", rule.Matrix, conc)]; cc != nil {
+	if cc := ev.corpora[corpusKey(rule.Matrix, conc)]; cc != nil {
 		arms := []string{rule.BaselineArm, rule.CandidateArm}
 		if v.DriftArm != "" {
 			arms = append(arms, v.DriftArm)
