@@ -36,6 +36,7 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 		refs  map[string]DataRef
 		names []string // sorted
 		attrs hcl.Attributes
+		each  map[string]bool // the arguments that read each.key or each.value
 	}
 	type task struct {
 		inst  *Instance
@@ -65,12 +66,17 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 	parallelFor(len(steps), 64, func(i int) {
 		a := steps[i]
 		a.names = sortedKeys(a.refs)
-		schema := &hcl.BodySchema{}
-		for _, n := range a.names {
-			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
+		a.attrs = hcl.Attributes{}
+		a.each = map[string]bool{}
+		// The arguments a step type reads are in the content its schema found.
+		if a.s.content != nil {
+			for _, n := range a.names {
+				if attr := a.s.content.Attributes[n]; attr != nil {
+					a.attrs[n] = attr
+					a.each[n] = readsEach(attr.Expr)
+				}
+			}
 		}
-		content, _, _ := a.s.Body.PartialContent(schema)
-		a.attrs = content.Attributes
 	})
 	found := make([]hcl.Diagnostics, len(tasks))
 	parallelFor(len(tasks), 64, func(i int) {
@@ -82,7 +88,7 @@ func (p *Plan) checkDataReferences() hcl.Diagnostics {
 		for _, n := range args.names {
 			a := args.attrs[n]
 			// An argument that does not read each is the same in every instance.
-			if a == nil || (!first && !readsEach(a.Expr)) {
+			if a == nil || (!first && !args.each[n]) {
 				continue
 			}
 			// The argument alone, not the instance's whole configuration: a data
