@@ -1,7 +1,5 @@
 package engine
 
-import "github.com/rigor-bench/rigor/plans"
-
 // FailureClass names why an attempt failed. Every failure has one; the policy of a
 // class decides whether the campaign goes on.
 type FailureClass string
@@ -41,8 +39,9 @@ const (
 	ClassRecord FailureClass = "record"
 )
 
-// FailureClasses lists every class, so a plan's exec failure_class is checked
-// against the engine's own list when it is validated.
+// FailureClasses lists every class, so a plan's exec failure_class and
+// on_failure's class keys (plans.EnumFailureClass) are checked against the
+// engine's own list when it is validated.
 func FailureClasses() []string {
 	all := []FailureClass{
 		ClassIdentity, ClassRestart, ClassOOM, ClassHealth, ClassMissingTerminal, ClassUndrained,
@@ -55,12 +54,6 @@ func FailureClasses() []string {
 		out[i] = string(c)
 	}
 	return out
-}
-
-func init() {
-	// The language checks on_failure's class keys against these; it cannot import
-	// the engine.
-	plans.FailureClasses = FailureClasses()
 }
 
 // Policy is what the engine does after a failure.

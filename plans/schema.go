@@ -44,6 +44,9 @@ const (
 	EnumCorpus     = "corpus"            // workload corpus
 	EnumPrefixes   = "prefix mode"       // workload prefixes
 	EnumAPI        = "API"               // workload api
+	// EnumFailureClass is the failure classes a step fails with, the keys
+	// on_failure = { CLASS = POLICY } may name. The engine owns them.
+	EnumFailureClass = "failure class"
 )
 
 // The structured values whose consumers parse them.
@@ -59,7 +62,7 @@ const (
 // EnumNames and CheckNames list every enumeration and format the schemas use, so a
 // test can prove the step types provide each one.
 func EnumNames() []string {
-	return []string{EnumAPI, EnumCorpus, EnumEngine, EnumFault, EnumGPUSource, EnumPrefixes, EnumReasoning, EnumRuntime, EnumSimProfile}
+	return []string{EnumAPI, EnumCorpus, EnumEngine, EnumFailureClass, EnumFault, EnumGPUSource, EnumPrefixes, EnumReasoning, EnumRuntime, EnumSimProfile}
 }
 
 // CheckNames lists every value format the schemas hand to a consumer's parser.

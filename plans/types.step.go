@@ -96,11 +96,6 @@ func (m Meta) StartCondition() string {
 // OnFailure values a step may declare.
 var onFailureValues = []string{"stop", "continue", "hold", "stop_arm"}
 
-// FailureClasses are the failure class names on_failure may key its policies by.
-// The engine owns them and sets this when it loads (the language cannot import
-// the engine, which imports it); empty, any class name is accepted.
-var FailureClasses []string
-
 // OnFailureFor is the on_failure value that applies to a failure of class: the
 // class's own, else the step's single value ("" = the class's default policy).
 func (m Meta) OnFailureFor(class string) string {
@@ -204,9 +199,10 @@ func isObjectCons(x hcl.Expression) bool {
 	return ok
 }
 
-// decodeOnFailureByClass reads on_failure = { CLASS = "POLICY", ... }: each key a
-// failure class, each value one of onFailureValues, each problem at its item.
-func decodeOnFailureByClass(a *hcl.Attribute, ctx *hcl.EvalContext, diags hcl.Diagnostics) (map[string]string, hcl.Diagnostics) {
+// decodeOnFailureByClass reads on_failure = { CLASS = "POLICY", ... }: each key
+// one of classes (any name when the step types name none: EnumFailureClass), each
+// value one of onFailureValues, each problem at its item.
+func decodeOnFailureByClass(a *hcl.Attribute, ctx *hcl.EvalContext, classes []string, diags hcl.Diagnostics) (map[string]string, hcl.Diagnostics) {
 	out := map[string]string{}
 	for _, item := range a.Expr.(*hclsyntax.ObjectConsExpr).Items {
 		k, d := item.KeyExpr.Value(ctx)
@@ -223,9 +219,9 @@ func decodeOnFailureByClass(a *hcl.Attribute, ctx *hcl.EvalContext, diags hcl.Di
 			continue
 		}
 		class, policy := k.AsString(), v.AsString()
-		if len(FailureClasses) > 0 && !contains(FailureClasses, class) {
+		if len(classes) > 0 && !contains(classes, class) {
 			diags = append(diags, errorAt(item.KeyExpr.Range(), "Unknown failure class",
-				"on_failure names class %q, which no step fails with.%s The classes: %s.", class, didYouMean(class, FailureClasses), strings.Join(FailureClasses, ", ")))
+				"on_failure names class %q, which no step fails with.%s The classes: %s.", class, didYouMean(class, classes), strings.Join(classes, ", ")))
 			continue
 		}
 		if !contains(onFailureValues, policy) {
@@ -238,8 +234,9 @@ func decodeOnFailureByClass(a *hcl.Attribute, ctx *hcl.EvalContext, diags hcl.Di
 }
 
 // decodeMeta evaluates the meta-arguments of one instance. They must be known at
-// plan time: the schedule cannot depend on what a step will produce.
-func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (Meta, hcl.Diagnostics) {
+// plan time: the schedule cannot depend on what a step will produce. classes are
+// the failure classes on_failure may name (EnumFailureClass).
+func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext, classes []string) (Meta, hcl.Diagnostics) {
 	var m Meta
 	var diags hcl.Diagnostics
 	str := func(name string) (string, bool) {
@@ -282,7 +279,7 @@ func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (Meta, hcl.Diagnosti
 		m.Phase = s
 	}
 	if a, ok := attrs[metaOnFailure]; ok && isObjectCons(a.Expr) {
-		m.OnFailureByClass, diags = decodeOnFailureByClass(a, ctx, diags)
+		m.OnFailureByClass, diags = decodeOnFailureByClass(a, ctx, classes, diags)
 	} else if s, ok := str(metaOnFailure); ok {
 		if !contains(onFailureValues, s) {
 			diags = append(diags, badPolicy(attrs[metaOnFailure].Expr.Range(), s))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/docker/go-units"
+	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/gpu"
@@ -20,15 +21,16 @@ import (
 func Vocabulary() plans.Vocabulary {
 	return plans.Vocabulary{
 		Enums: map[string][]string{
-			plans.EnumRuntime:    target.Runtimes(),
-			plans.EnumGPUSource:  gpu.Sources(),
-			plans.EnumSimProfile: sim.ProfileNames(),
-			plans.EnumEngine:     promscrape.Engines(),
-			plans.EnumReasoning:  sim.ReasoningFields(),
-			plans.EnumFault:      sim.FaultNames(),
-			plans.EnumCorpus:     corpus.Kinds(),
-			plans.EnumPrefixes:   corpus.PrefixModes(),
-			plans.EnumAPI:        loadgen.APIs(),
+			plans.EnumRuntime:      target.Runtimes(),
+			plans.EnumGPUSource:    gpu.Sources(),
+			plans.EnumSimProfile:   sim.ProfileNames(),
+			plans.EnumEngine:       promscrape.Engines(),
+			plans.EnumReasoning:    sim.ReasoningFields(),
+			plans.EnumFault:        sim.FaultNames(),
+			plans.EnumCorpus:       corpus.Kinds(),
+			plans.EnumPrefixes:     corpus.PrefixModes(),
+			plans.EnumAPI:          loadgen.APIs(),
+			plans.EnumFailureClass: engine.FailureClasses(),
 		},
 		Checks: map[string]func(cty.Value) error{
 			plans.CheckFaults: func(v cty.Value) error {
