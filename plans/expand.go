@@ -475,9 +475,16 @@ type decodedBody struct {
 	diags   hcl.Diagnostics
 }
 
-// Content is the content found under the step type's schema.
+// Content is the content found under the step type's schema. Its diagnostics
+// are copies: instances are decoded on every core, and hcldec appends to them and
+// listValid edits them.
 func (b decodedBody) Content(*hcl.BodySchema) (*hcl.BodyContent, hcl.Diagnostics) {
-	return b.content, b.diags
+	var diags hcl.Diagnostics
+	for _, d := range b.diags {
+		c := *d
+		diags = append(diags, &c)
+	}
+	return b.content, diags
 }
 
 // forEachKey is the instance key a marked path inside a for_each map or object

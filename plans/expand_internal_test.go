@@ -3,6 +3,7 @@ package plans
 import (
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -26,5 +27,23 @@ func TestOwnTypesAreTheCellsValues(t *testing.T) {
 		if got := sv.v.Type(); !got.Equals(want) {
 			t.Errorf("%s: the cell's value is %s, ownTypes says %s", name, got.FriendlyName(), want.FriendlyName())
 		}
+	}
+}
+
+// TestDecodedBodyDiagnosticsAreEachCallers: every instance of a step decodes the
+// content its block's schema check found, on every core; hcldec appends to the
+// diagnostics it gets and listValid edits their details, so no two decodes may
+// share them.
+func TestDecodedBodyDiagnosticsAreEachCallers(t *testing.T) {
+	b := decodedBody{content: &hcl.BodyContent{}, diags: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported argument", Detail: "An argument named \"x\" is not expected here."}}}
+	_, first := b.Content(nil)
+	first[0].Detail += " Valid arguments: a, b."
+	_ = append(first[:1], &hcl.Diagnostic{Summary: "appended"})
+	_, second := b.Content(nil)
+	if len(second) != 1 || second[0].Detail != "An argument named \"x\" is not expected here." {
+		t.Errorf("a second decode sees %d diagnostics, the first %q", len(second), second[0].Detail)
+	}
+	if b.diags[0].Detail != "An argument named \"x\" is not expected here." {
+		t.Errorf("the block's own diagnostic became %q", b.diags[0].Detail)
 	}
 }

@@ -181,9 +181,6 @@ func (e *evaluator) sensitiveSource(expr hclsyntax.Expression) (hcl.Range, strin
 	return expr.Range(), "a sensitive value"
 }
 
-// hasSensitive reports whether v or anything inside it is marked Sensitive, empty
-// or unknown as it may be: a campaign is valid or not whatever value a sensitive
-// variable is given.
 // hasSensitiveVariables says whether any variable is sensitive: without one, no
 // value is.
 func (p *Plan) hasSensitiveVariables() bool {
@@ -207,6 +204,9 @@ func publicSecrets(st StepType, config cty.Value) []string {
 	return out
 }
 
+// hasSensitive reports whether v or anything inside it is marked Sensitive, empty
+// or unknown as it may be: a campaign is valid or not whatever value a sensitive
+// variable is given.
 func hasSensitive(v cty.Value) bool {
 	if v == cty.NilVal {
 		return false
