@@ -1034,19 +1034,24 @@ func knownInts(a *hcl.Attribute, ctx *hcl.EvalContext, min int) ([]int, hcl.Diag
 	return out, diags
 }
 
-// wireDependencies turns references into instance-level dependencies.
+// wireDependencies turns references into instance-level dependencies. Each
+// instance's references are resolved on every core, into sets indexed by the
+// instance's place in p.Instances; arm setups follow, then each instance's sets
+// become its sorted DependsOn and After. Diagnostics keep instance order.
 func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSetup) hcl.Diagnostics {
 	e := p.ev
-	var diags hcl.Diagnostics
-	deps := map[*Instance]map[string]bool{}
-	after := map[*Instance]map[string]bool{}
+	n := len(p.Instances)
+	deps := make([]map[string]bool, n)
+	after := make([]map[string]bool, n)
+	found := make([]hcl.Diagnostics, n)
+	// add wires one reference of inst; it writes only inst's own sets.
 	add := func(inst *Instance, r ref) {
 		into := deps
 		if r.After {
 			into = after
 		}
-		if into[inst] == nil {
-			into[inst] = map[string]bool{}
+		if into[inst.Index] == nil {
+			into[inst.Index] = map[string]bool{}
 		}
 		targets := []ref{r}
 		switch d := e.entities[r.Entity].(type) {
@@ -1058,26 +1063,26 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 		for _, t := range targets {
 			insts := byEntity[t.Entity]
 			if t.Key != nil {
-				var found *Instance
+				var match *Instance
 				for _, x := range insts {
 					if x.Key == *t.Key {
-						found = x
+						match = x
 					}
 				}
-				if found == nil {
+				if match == nil {
 					var keys []string
 					for _, x := range insts {
 						keys = append(keys, x.Key)
 					}
-					diags = append(diags, errorAt(t.Range, "Reference to undeclared instance",
+					found[inst.Index] = append(found[inst.Index], errorAt(t.Range, "Reference to undeclared instance",
 						"%s has no instance with key %q.%s", t.Entity, *t.Key, didYouMean(*t.Key, keys)))
 					continue
 				}
-				insts = []*Instance{found}
+				insts = []*Instance{match}
 			}
 			for _, x := range insts {
 				if x != inst && (r.Arm == "" || x.Arm == r.Arm) {
-					into[inst][x.Addr] = true
+					into[inst.Index][x.Addr] = true
 				}
 			}
 		}
@@ -1094,7 +1099,8 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 		}
 		armOf[m.ID()] = ranges
 	}
-	for _, inst := range p.Instances {
+	parallelFor(n, 256, func(i int) {
+		inst := p.Instances[i]
 		for _, r := range e.refs[inst.entity] {
 			if r.Entity == "each" || strings.HasPrefix(r.Entity, "var.") {
 				continue
@@ -1107,15 +1113,19 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 			}
 			add(inst, r)
 		}
-		if deps[inst] == nil {
-			deps[inst] = map[string]bool{}
+		if deps[i] == nil {
+			deps[i] = map[string]bool{}
 		}
 		if inst.seqPrev != "" {
-			if after[inst] == nil {
-				after[inst] = map[string]bool{}
+			if after[i] == nil {
+				after[i] = map[string]bool{}
 			}
-			after[inst][inst.seqPrev] = true
+			after[i][inst.seqPrev] = true
 		}
+	})
+	var diags hcl.Diagnostics
+	for _, d := range found {
+		diags = append(diags, d...)
 	}
 	// Arms run in declared order: setup steps of an arm start after every block of
 	// the previous arm has settled (whatever its outcome: an arm that stopped does
@@ -1134,31 +1144,32 @@ func (p *Plan) wireDependencies(byEntity map[string][]*Instance, setups []armSet
 		for _, blk := range byEntity[s.matrix] {
 			if blk.Arm == s.arm.Name {
 				for _, si := range setupInsts {
-					deps[blk][si.Addr] = true
+					deps[blk.Index][si.Addr] = true
 				}
 			}
 			if s.prevArm != "" && blk.Arm == s.prevArm {
 				for _, si := range setupInsts {
-					if after[si] == nil {
-						after[si] = map[string]bool{}
+					if after[si.Index] == nil {
+						after[si.Index] = map[string]bool{}
 					}
-					after[si][blk.Addr] = true
+					after[si.Index][blk.Addr] = true
 				}
 			}
 		}
 	}
-	for _, inst := range p.Instances {
-		for a := range deps[inst] {
+	parallelFor(n, 256, func(i int) {
+		inst := p.Instances[i]
+		for a := range deps[i] {
 			inst.DependsOn = append(inst.DependsOn, a)
 		}
 		sort.Strings(inst.DependsOn)
-		for a := range after[inst] {
-			if !deps[inst][a] {
+		for a := range after[i] {
+			if !deps[i][a] {
 				inst.After = append(inst.After, a)
 			}
 		}
 		sort.Strings(inst.After)
-	}
+	})
 	return diags
 }
 
