@@ -120,9 +120,15 @@ func (p *Plan) checkSensitive(types StepTypes) hcl.Diagnostics {
 			Subject:  rng.Ptr(),
 		})
 	}
-	byEntity := map[string][]*Instance{}
+	// The public arguments of each step that hold a secret in some instance.
+	secretArgs := map[string]map[string]bool{}
 	for _, inst := range p.Instances {
-		byEntity[inst.entity] = append(byEntity[inst.entity], inst)
+		for _, name := range inst.publicSecrets {
+			if secretArgs[inst.entity] == nil {
+				secretArgs[inst.entity] = map[string]bool{}
+			}
+			secretArgs[inst.entity][name] = true
+		}
 	}
 	for _, s := range p.Steps {
 		pa, ok := types[s.Type].(PublicArguments)
@@ -137,12 +143,7 @@ func (p *Plan) checkSensitive(types StepTypes) hcl.Diagnostics {
 				names = append(names, name)
 			}
 		}
-		found := map[string]bool{}
-		for _, inst := range byEntity[s.ID()] {
-			for _, name := range inst.publicSecrets {
-				found[name] = true
-			}
-		}
+		found := secretArgs[s.ID()]
 		for _, name := range names {
 			if found[name] {
 				report(fmt.Sprintf("step %s.%s", s.Type, s.Name), name, body.Attributes[name].Expr, public[name])
