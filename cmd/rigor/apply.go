@@ -116,7 +116,7 @@ func renderApply(g *globals, name, campaign, state string, sum *engine.Summary, 
 			fmt.Fprintf(w, "outage: window %d closed after %s of its %s budget\n", o.Window, shortDuration(o.Elapsed.Truncate(time.Second)), shortDuration(o.Budget))
 		}
 		if o.Overrun {
-			fmt.Fprintln(w, red(fmt.Sprintf("OUTAGE OVERRUN: the incumbent was out of service for %s, %s over the %s budget", shortDuration(o.Elapsed.Truncate(time.Second)), shortDuration((o.Elapsed-o.Budget).Truncate(time.Second)), shortDuration(o.Budget))))
+			fmt.Fprintln(w, red(fmt.Sprintf("OUTAGE OVERRUN: the incumbent was out of service for %s, %s over the %s budget", shortDuration(o.Elapsed.Truncate(time.Second)), shortDuration(o.Elapsed-o.Budget), shortDuration(o.Budget))))
 			if code == exitOK || code == exitHeld {
 				code = exitOverrun
 			}

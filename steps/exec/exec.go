@@ -97,10 +97,8 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	if err != nil {
 		return engine.Failed(engine.ClassConfig, "%v", err)
 	}
-	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd := child.Command(ctx, argv, env...)
 	cmd.Dir = dir
-	cmd.Env = child.Env(env...)
-	cmd.WaitDelay = 5 * time.Second
 	stdout, err := os.Create(sc.Path("stdout.txt"))
 	if err != nil {
 		return engine.Failed(engine.ClassInternal, "create stdout artefact: %v", err)
@@ -125,6 +123,8 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	var exitErr *osexec.ExitError
 	switch {
 	case runErr == nil:
+	case errors.Is(runErr, child.ErrBound):
+		return engine.Failed(engine.ClassTimeout, "command %q did not finish within the step's hard bound: it was killed with everything it started (output kept in stdout.txt and stderr.txt)", argv[0])
 	case errors.As(runErr, &exitErr):
 		code = exitErr.ExitCode()
 	case errors.Is(runErr, osexec.ErrNotFound) || errors.Is(runErr, os.ErrNotExist):

@@ -327,10 +327,8 @@ func trailingNL(lines []string) string {
 // run executes one command, keeps its output as <name>.stdout.txt/.stderr.txt, and
 // collects warning lines. It returns nil on success.
 func (p plan) run(ctx context.Context, sc *engine.StepContext, name string, argv []string, warnings *[]string) *engine.Result {
-	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd := child.Command(ctx, argv, p.env...)
 	cmd.Dir = sc.Dir
-	cmd.Env = child.Env(p.env...)
-	cmd.WaitDelay = 10 * time.Second
 	// Kept output is evidence: secrets the command was given through env are
 	// redacted before anything is kept or quoted.
 	var stdout, stderr bytes.Buffer
@@ -356,7 +354,7 @@ func (p plan) run(ctx context.Context, sc *engine.StepContext, name string, argv
 	case errors.As(err, &exitErr) && p.where == "container" && exitErr.ExitCode() == 127:
 		r := engine.Failed(engine.ClassToolMissing, "%s: %q is not installed in container %s (docker exec exited 127; stderr kept in %s.stderr.txt)", name, p.nsys, p.container, name)
 		return &r
-	case ctx.Err() != nil:
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
 		r := engine.Failed(engine.ClassTimeout, "%s did not finish within its bound: %v (output kept in %s.*.txt)", name, ctx.Err(), name)
 		return &r
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"strings"
 	"time"
 
@@ -109,13 +108,12 @@ func preflightCommands(cfg cty.Value) [][]string {
 func runPreflight(ctx context.Context, sc *engine.StepContext, t target.Target, argv []string, outPath string) error {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = sc.BaseDir
 	env := []string{"RIGOR_ENDPOINT=" + t.Endpoint, "RIGOR_MODEL=" + t.Model, "RIGOR_TARGET=" + t.Name}
 	if t.APIKey != "" {
 		env = append(env, "RIGOR_API_KEY="+t.APIKey)
 	}
-	cmd.Env = child.Env(env...)
+	cmd := child.Command(ctx, argv, env...)
+	cmd.Dir = sc.BaseDir
 	var out bytes.Buffer
 	w := engine.NewRedactor(sc.Secrets...).Stream(&out)
 	cmd.Stdout, cmd.Stderr = w, w

@@ -9,6 +9,9 @@
 // declaration; steps redact it from the child's captured output with
 // engine.Redactor.
 //
+// Command starts such a child in a process group of its own and kills the group a
+// little before the step's bound, so the step returns, output kept, by its bound.
+//
 // Out of scope: the environment of containers, which is the target's env and is
 // passed by the Docker Engine, never inherited from rigor.
 package child
