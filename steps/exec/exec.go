@@ -123,6 +123,10 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	var exitErr *osexec.ExitError
 	switch {
 	case runErr == nil:
+	case ctx.Err() != nil && !errors.Is(runErr, child.ErrBound):
+		// An interrupt: the engine records the step as interrupted, not as a
+		// failure of the command.
+		return engine.Result{Status: engine.StatusFailed, Message: fmt.Sprintf("command %q stopped: %v", argv[0], ctx.Err())}
 	case errors.Is(runErr, child.ErrBound):
 		return engine.Failed(engine.ClassTimeout, "command %q did not finish within the step's hard bound: it was killed with everything it started (output kept in stdout.txt and stderr.txt)", argv[0])
 	case errors.As(runErr, &exitErr):
@@ -133,9 +137,6 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		return sc.Redacted(engine.Failed(class, "command %q could not run: %v", argv[0], runErr))
 	}
 	out := cty.ObjectVal(map[string]cty.Value{"exit_code": cty.NumberIntVal(int64(code)), "stdout_sha256": cty.StringVal(sum)})
-	if ctx.Err() != nil {
-		return engine.Result{Status: engine.StatusFailed, Message: fmt.Sprintf("command %q stopped: %v", argv[0], ctx.Err())}
-	}
 	if code != 0 {
 		return engine.FailedWith(class, out, "command %q exited with status %d: %s (stderr kept in stderr.txt)", argv[0], code, lastLine(sc.Path("stderr.txt")))
 	}

@@ -354,6 +354,10 @@ func (p plan) run(ctx context.Context, sc *engine.StepContext, name string, argv
 	case errors.As(err, &exitErr) && p.where == "container" && exitErr.ExitCode() == 127:
 		r := engine.Failed(engine.ClassToolMissing, "%s: %q is not installed in container %s (docker exec exited 127; stderr kept in %s.stderr.txt)", name, p.nsys, p.container, name)
 		return &r
+	case errors.Is(err, context.Canceled):
+		// An interrupt, not a failure of the capture: with no class, the engine
+		// records the step as interrupted.
+		return &engine.Result{Status: engine.StatusFailed, Message: fmt.Sprintf("%s stopped: %v (output kept in %s.*.txt)", name, ctx.Err(), name)}
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
 		r := engine.Failed(engine.ClassTimeout, "%s did not finish within its bound: %v (output kept in %s.*.txt)", name, ctx.Err(), name)
 		return &r

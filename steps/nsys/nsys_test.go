@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
@@ -232,5 +233,28 @@ func TestNsysChildGetsOnlyItsEnv(t *testing.T) {
 		if strings.Contains(string(b), secret) || !strings.Contains(string(b), "key (sensitive)") {
 			t.Errorf("%s is not redacted: %q", name, b)
 		}
+	}
+}
+
+// TestHangingProfileTimeoutOrInterrupt runs an nsys that never ends. At the step's
+// bound it is a timeout; on an interrupt it carries no class, so the engine records
+// the step as interrupted rather than as a capture that overran.
+func TestHangingProfileTimeoutOrInterrupt(t *testing.T) {
+	bin := t.TempDir()
+	writeScript(t, bin, "nsys", "#!/bin/sh\nsleep 60 &\nexec sleep 60\n")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	res := Step{}.Run(ctx, stepContext(t, "host", cty.NilVal))
+	if res.Class != engine.ClassTimeout || !strings.Contains(res.Message, "did not finish within its bound") {
+		t.Errorf("at the bound: %s (%s): %s; want a timeout", res.Status, res.Class, res.Message)
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	res = Step{}.Run(ctx, stepContext(t, "host", cty.NilVal))
+	if res.Status != engine.StatusFailed || res.Class != "" || !strings.Contains(res.Message, "stopped: context canceled") {
+		t.Errorf("on an interrupt: %s (%q): %s; want a failure with no class", res.Status, res.Class, res.Message)
 	}
 }
