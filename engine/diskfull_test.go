@@ -164,7 +164,7 @@ func TestDiskFreedWritesTheKeptRecords(t *testing.T) {
 	sum, err := engine.Apply(context.Background(), h.load(diskFullCampaign), h.reg, engine.Options{
 		StateDir: h.state, Clock: h.clock, Log: zerolog.Nop(), FlushWait: 5 * time.Second, RescueDir: t.TempDir(),
 		Observe: func(e engine.Event) {
-			if e.Kind == "alert" && strings.Contains(e.Message, "evidence write failed") {
+			if e.Kind == "alert" && strings.Contains(e.Message, "measurement ends here, restore still runs") {
 				select {
 				case <-freed:
 				default:

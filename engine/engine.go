@@ -683,12 +683,15 @@ func (r *run) evidenceFailed(err error) {
 		return
 	}
 	r.evidenceErr = err
-	msg := fmt.Sprintf("evidence write failed: %v; measurement ends here, restore still runs, and unwritten records are kept in memory", err)
-	r.opts.Log.Error().Err(err).Msg("evidence write failed; measurement ends, restore still runs")
-	r.event(Event{Kind: "alert", Message: msg})
+	// Journal and manifest errors already say that evidence could not be written.
+	reason := err.Error()
+	if !errors.Is(err, ErrEvidenceWrite) {
+		reason = ErrEvidenceWrite.Error() + ": " + reason
+	}
+	r.event(Event{Kind: "alert", Message: reason + "; measurement ends here, restore still runs, and unwritten records are kept in memory"})
 	if r.stopped == notStopped {
 		r.stopped, r.stopCause, r.stopClass = stopFailure, CauseEvidence, ClassEvidenceWrite
-		r.stopReason = "evidence could not be written: " + err.Error()
+		r.stopReason = reason
 	}
 }
 

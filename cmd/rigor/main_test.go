@@ -52,12 +52,16 @@ func TestScripts(t *testing.T) {
 		Cmds: scriptCmds,
 		// [gpu] holds on a machine with an NVIDIA driver: the output of `rigor gpus`
 		// differs there, and both cases are tested where they occur.
+		// [tmpfs] holds where a tmpfs can be mounted, for the disk-full scripts.
 		Condition: func(cond string) (bool, error) {
-			if cond != "gpu" {
-				return false, fmt.Errorf("unknown condition %q", cond)
+			switch cond {
+			case "gpu":
+				_, err := os.Stat("/dev/nvidiactl")
+				return err == nil, nil
+			case "tmpfs":
+				return canMountTmpfs()
 			}
-			_, err := os.Stat("/dev/nvidiactl")
-			return err == nil, nil
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("QUICKSTART", filepath.Join(root, "examples", "quickstart", "campaign.hcl"))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -119,4 +120,38 @@ func bounds(ts *testscript.TestScript, lo, hi string) (float64, float64) {
 		ts.Fatalf("bad bounds %q %q", lo, hi)
 	}
 	return l, h
+}
+
+// cmdTmpfs: tmpfs DIR SIZE mounts a real tmpfs of SIZE on DIR (created if missing),
+// so a full disk is the kernel's ENOSPC, and unmounts it when the script ends.
+// Mounting needs privileges: scripts guard it with [tmpfs] (canMountTmpfs).
+func cmdTmpfs(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: tmpfs DIR SIZE")
+	}
+	dir := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+args[1], "tmpfs", dir).CombinedOutput(); err != nil {
+		ts.Fatalf("mount a tmpfs on %s: %v %s", dir, err, out)
+	}
+	ts.Defer(func() { _ = exec.Command("umount", "-l", dir).Run() })
+}
+
+// canMountTmpfs is the [tmpfs] condition: whether a tmpfs can be mounted here.
+// Where RIGOR_REQUIRE_TMPFS is set (.ci/run sets it where it can mount), not
+// being able to is an error, so the disk-full scripts cannot skip there.
+func canMountTmpfs() (bool, error) {
+	dir, err := os.MkdirTemp("", "rigor-tmpfs-probe-")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(dir)
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		if os.Getenv("RIGOR_REQUIRE_TMPFS") != "" {
+			return false, fmt.Errorf("RIGOR_REQUIRE_TMPFS is set but mounting a tmpfs failed: %v %s", err, out)
+		}
+		return false, nil
+	}
+	return true, exec.Command("umount", dir).Run()
 }

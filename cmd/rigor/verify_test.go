@@ -23,6 +23,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"pilot-of":      cmdPilotOf,
 	"count-within":  cmdCountWithin,
 	"cached-within": cmdCachedWithin,
+	"tmpfs":         cmdTmpfs,
 }
 
 // forgeCmd: forge STATE FILE TEXT replaces FILE (relative to STATE) with TEXT,

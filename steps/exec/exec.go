@@ -101,12 +101,12 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	cmd.Dir = dir
 	stdout, err := os.Create(sc.Path("stdout.txt"))
 	if err != nil {
-		return engine.Failed(engine.ClassInternal, "create stdout artefact: %v", err)
+		return engine.Failed(engine.ClassEvidenceWrite, "create stdout artefact: %v", err)
 	}
 	defer stdout.Close()
 	stderr, err := os.Create(sc.Path("stderr.txt"))
 	if err != nil {
-		return engine.Failed(engine.ClassInternal, "create stderr artefact: %v", err)
+		return engine.Failed(engine.ClassEvidenceWrite, "create stderr artefact: %v", err)
 	}
 	defer stderr.Close()
 	// The output is evidence: a secret the command was given through env and
@@ -116,7 +116,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	cmd.Stdout, cmd.Stderr = outW, errW
 	runErr := cmd.Run()
 	if err := errors.Join(outW.Close(), errW.Close(), stdout.Sync(), stderr.Sync()); err != nil {
-		return engine.Failed(engine.ClassInternal, "keep the output of %q: %v", argv[0], err)
+		return engine.Failed(engine.ClassEvidenceWrite, "keep the output of %q: %v", argv[0], err)
 	}
 	sum, _ := fileSHA256(sc.Path("stdout.txt"))
 	code := 0
