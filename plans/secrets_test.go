@@ -99,6 +99,14 @@ func TestSensitiveValueInPublicArgument(t *testing.T) {
 			body: "step \"build\" \"b\" {\n  build_args = { KEY = var.api_key }\n  host       = host.h\n  context    = \".\"\n}\n",
 			at:   `var.api_key`,
 		},
+		"image labels": {
+			body: "step \"build\" \"b\" {\n  labels  = { owner = var.api_key }\n  host    = host.h\n  context = \".\"\n}\n",
+			at:   `var.api_key`,
+		},
+		"image tags": {
+			body: "step \"build\" \"b\" {\n  tags    = [\"reg/${var.api_key}\"]\n  host    = host.h\n  context = \".\"\n}\n",
+			at:   `var.api_key`,
+		},
 		"restore preflight": {
 			body: "step \"restore\" \"r\" {\n  preflight = [[\"curl\", var.api_key]]\n  target    = target.t\n}\n",
 			at:   `var.api_key`,

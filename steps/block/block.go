@@ -18,7 +18,6 @@ import (
 	"github.com/rigor-bench/rigor/steps/internal/loadgen"
 	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
 	"github.com/rigor-bench/rigor/steps/internal/promscrape"
-	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/rigor-bench/rigor/steps/vocab"
 	"github.com/zclconf/go-cty/cty"
@@ -349,16 +348,10 @@ func loadConfig(sc *engine.StepContext, t target.Target) (loadgen.Config, string
 	if err != nil {
 		return lc, key, err
 	}
-	model := t.Model
-	if model == "" && strings.HasPrefix(t.Image, "sim:") {
-		if p, err := sim.LookupProfile(strings.TrimPrefix(t.Image, "sim:")); err == nil {
-			model = p.ServedModelName
-		}
-	}
 	if err := fixedOutput(&lc.Workload, attrOf(cfg, "workload")); err != nil {
 		return lc, key, err
 	}
-	lc.Endpoint, lc.Model, lc.APIKey = t.Endpoint, model, loadgen.Secret(t.APIKey)
+	lc.Endpoint, lc.Model, lc.APIKey = t.Endpoint, t.Model, loadgen.Secret(t.APIKey)
 	lc.API = target.Str(attrOf(cfg, "workload"), "api")
 	lc.Mode, lc.Rate = target.Str(cfg, "mode"), target.Num(cfg, "rate", 0)
 	lc.IDPrefix = requestIDPrefix(sc, lc.Concurrency, lc.Repetition)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -145,11 +146,17 @@ func dockerEvents(ctx context.Context, t target.Target, since time.Time, window 
 	if err != nil {
 		return &identityFinding{engine.ClassIdentity, fmt.Sprintf("cannot read the engine's events for container %s: %v", t.Container, err)}
 	}
+	return dockerFinding(evs, t.Container, window)
+}
+
+// dockerFinding is the gravest of a container's engine events, oom before die
+// before kill, as a finding; nil when there are none.
+func dockerFinding(evs []docker.Event, container, window string) *identityFinding {
 	for _, class := range []engine.FailureClass{engine.ClassOOM, engine.ClassRestart, engine.ClassIdentity} {
 		for _, e := range evs {
 			if eventClass(e.Action) == class {
 				return &identityFinding{class, fmt.Sprintf("the engine reported %s on container %s at %s (%s) %s",
-					e.Action, t.Container, e.At.Format(time.RFC3339Nano), e.Detail, window)}
+					e.Action, container, e.At.Format(time.RFC3339Nano), e.Detail, window)}
 			}
 		}
 	}

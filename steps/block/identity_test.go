@@ -459,3 +459,51 @@ func freeAddrOf() string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// A container that stopped before the block (killed, or another deploy took its
+// place) fails the identity gate with class identity before any request is sent.
+func TestBlockOnAStoppedContainerIsIdentity(t *testing.T) {
+	h := simtest.Host(t, "stopped")
+	tgt := simTargetOn(h, nil)
+	history := []engine.Ended{deployed(t, tgt)}
+	if err := h.Kill("inc"); err != nil {
+		t.Fatal(err)
+	}
+	res, dir := heldBlock(t, "block.b1", tgt, history, heldOpts{requests: 4}, nil)
+	if res.Status != engine.StatusFailed || res.Class != engine.ClassIdentity || !strings.Contains(res.Message, "container inc is") || !strings.Contains(res.Message, "not running") {
+		t.Fatalf("%s (%s) %s; want failed (identity): container inc not running", res.Status, res.Class, res.Message)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "requests.jsonl")); err == nil && len(b) > 0 {
+		t.Errorf("requests were sent to a stopped target:\n%s", b)
+	}
+}
+
+// The container is running, but another server answers the target's endpoint: the
+// incarnation the endpoint names is not the container's, so the block fails with
+// class identity before sending anything.
+func TestBlockEndpointAnsweredByAnotherServerIsIdentity(t *testing.T) {
+	h := simtest.Host(t, "elsewhere")
+	prof, _ := sim.LookupProfile("incumbent")
+	tgt := simTargetOn(h, nil)
+	deployed(t, tgt)
+	other := freeAddrOf()
+	spec := sim.ContainerSpec{Name: "other", Image: "sim:flare", Listen: other, Config: sim.Config{ModelName: prof.ServedModelName, TimeScale: 0.002}}
+	if _, err := h.Create(spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start("other"); err != nil {
+		t.Fatal(err)
+	}
+	otherInfo, _ := h.Inspect("other")
+	attrs := tgt.AsValueMap()
+	attrs["endpoint"] = cty.StringVal("http://" + other)
+	res, dir := heldBlock(t, "block.b1", cty.ObjectVal(attrs), nil, heldOpts{requests: 4}, nil)
+	for _, w := range []string{"is answered by incarnation " + fmt.Sprintf("%q", otherInfo.Incarnation), "not by container inc", "another server holds the endpoint"} {
+		if res.Class != engine.ClassIdentity || !strings.Contains(res.Message, w) {
+			t.Fatalf("%s (%s) %s; want failed (identity) saying %q", res.Status, res.Class, res.Message, w)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "requests.jsonl")); err == nil && len(b) > 0 {
+		t.Errorf("requests were sent to another server:\n%s", b)
+	}
+}

@@ -1,9 +1,13 @@
 package block
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/docker"
 	"github.com/rigor-bench/rigor/steps/internal/promscrape"
 )
 
@@ -83,5 +87,32 @@ vllm:e2e_request_latency_seconds_count{model_name="m"} 1
 				t.Error(d)
 			}
 		})
+	}
+}
+
+// The engine's events between blocks become the gravest finding: an OOM kill is
+// class oom, a death restart, a signal identity, whatever their order.
+func TestDockerEventsGravestFirst(t *testing.T) {
+	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	kill := docker.Event{Action: "kill", At: at, Detail: "signal 15"}
+	die := docker.Event{Action: "die", At: at.Add(time.Second), Detail: "exit code 137"}
+	oom := docker.Event{Action: "oom", At: at.Add(2 * time.Second)}
+	cases := []struct {
+		evs  []docker.Event
+		want engine.FailureClass
+		says string
+	}{
+		{[]docker.Event{kill, die, oom}, engine.ClassOOM, "reported oom on container inc"},
+		{[]docker.Event{kill, die}, engine.ClassRestart, "reported die on container inc at 2026-12-01T02:00:01Z (exit code 137) between blocks"},
+		{[]docker.Event{kill}, engine.ClassIdentity, "reported kill on container inc at 2026-12-01T02:00:00Z (signal 15)"},
+	}
+	for _, c := range cases {
+		f := dockerFinding(c.evs, "inc", "between blocks")
+		if f == nil || f.class != c.want || !strings.Contains(f.message, c.says) {
+			t.Errorf("%v: got %+v, want class %s saying %q", c.evs, f, c.want, c.says)
+		}
+	}
+	if f := dockerFinding(nil, "inc", "between blocks"); f != nil {
+		t.Errorf("no events: got %+v, want no finding", f)
 	}
 }

@@ -269,4 +269,11 @@ target "incumbent" {
 	if strings.Contains(string(out), plans.EnvPrefix) {
 		t.Errorf("rigor's environment reached the preflight:\n%s", out)
 	}
+	// What the README says a preflight is given about the target it checks.
+	prof, _ := sim.LookupProfile("incumbent")
+	for _, want := range []string{`(?m)^RIGOR_TARGET=incumbent$`, `(?m)^RIGOR_MODEL=` + regexp.QuoteMeta(prof.ServedModelName) + `$`, `(?m)^RIGOR_ENDPOINT=http://127\.0\.0\.1:[0-9]+$`} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("the preflight's environment lacks %s:\n%s", want, out)
+		}
+	}
 }

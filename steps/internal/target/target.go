@@ -109,6 +109,13 @@ func FromValue(v cty.Value) (Target, error) {
 	if p := Str(v, "profile"); p != "" && t.Image == "" {
 		t.Image = "sim:" + p
 	}
+	// A simulated stack serves its profile's model name unless the target names one:
+	// requests and restore preflights (RIGOR_MODEL) use the name it serves.
+	if name, ok := strings.CutPrefix(t.Image, "sim:"); ok && t.Model == "" {
+		if p, err := sim.LookupProfile(name); err == nil {
+			t.Model = p.ServedModelName
+		}
+	}
 	if t.HealthPath == "" {
 		t.HealthPath = "/health"
 	}
