@@ -26,7 +26,7 @@ var headPattern = regexp.MustCompile(`^(?:([1-9][0-9]*):)?([0-9a-f]{64})$`)
 func ParseHead(s string) (Head, error) {
 	m := headPattern.FindStringSubmatch(s)
 	if m == nil {
-		return Head{}, fmt.Errorf("head %q: want SEQ:SHA256 as `rigor status` prints it (e.g. 68:3f2a…, 64 lowercase hex digits), or the SHA256 alone", s)
+		return Head{}, fmt.Errorf("head %q: want SEQ:SHA256 as `rigor status` prints it (the record number, a colon and 64 lowercase hex digits), or the SHA256 alone", s)
 	}
 	seq := 0
 	if m[1] != "" {

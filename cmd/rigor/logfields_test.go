@@ -32,8 +32,9 @@ func TestShortDuration(t *testing.T) {
 	}
 }
 
+// The outage clock is truncated to whole seconds, never rounded up: 8.7 s is 8s.
 func TestOutageText(t *testing.T) {
-	o := engine.OutageView{Open: true, Elapsed: 8*time.Second + 300*time.Millisecond, Budget: 90 * time.Minute, Reserve: 20 * time.Minute}
+	o := engine.OutageView{Open: true, Elapsed: 8*time.Second + 700*time.Millisecond, Budget: 90 * time.Minute, Reserve: 20 * time.Minute}
 	if diff := cmp.Diff("8s of 1h30m (20m reserved, 1h9m51s available)", outageText(o)); diff != "" {
 		t.Error(diff)
 	}

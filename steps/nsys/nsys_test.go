@@ -43,6 +43,7 @@ esac
 // rest on the host: exec C ARGS and cp C:SRC DST.
 const fakeDocker = `#!/bin/sh
 echo "docker $@" >> "$FAKE_LOG"
+echo "docker sees DOCKER_HOST=$DOCKER_HOST" >> "$FAKE_LOG"
 map() { echo "$1" | sed "s#/tmp/rigor-nsys#$FAKE_ROOT#g"; }
 case $1 in
 exec)
@@ -138,6 +139,10 @@ func TestContainerCaptureThroughDockerExec(t *testing.T) {
 	// The declared env goes into the container by name, never by value.
 	if !strings.Contains(string(argv), "docker exec -e FAKE_LOG -e FAKE_ROOT gpu-box nsys profile --duration=2 --output=/tmp/rigor-nsys/flare-c4") {
 		t.Errorf("not run through docker exec in the target's container: %s", argv)
+	}
+	// The docker CLI talks to the engine the host block names.
+	if !strings.Contains(string(argv), "docker sees DOCKER_HOST=unix:///var/run/docker.sock\n") {
+		t.Errorf("the docker CLI did not get the host's engine as DOCKER_HOST: %s", argv)
 	}
 }
 
