@@ -161,6 +161,7 @@ func TestDiskFreedWritesTheKeptRecords(t *testing.T) {
 	// Leave about 60 KiB: the campaign starts, then fills the disk.
 	must(t, os.WriteFile(filler, make([]byte, 196<<10), 0o644))
 	freed := make(chan struct{})
+	var alert string
 	sum, err := engine.Apply(context.Background(), h.load(diskFullCampaign), h.reg, engine.Options{
 		StateDir: h.state, Clock: h.clock, Log: zerolog.Nop(), FlushWait: 5 * time.Second, RescueDir: t.TempDir(),
 		Observe: func(e engine.Event) {
@@ -168,6 +169,7 @@ func TestDiskFreedWritesTheKeptRecords(t *testing.T) {
 				select {
 				case <-freed:
 				default:
+					alert = e.Message
 					close(freed)
 					// The operator frees space a moment later.
 					go func() { time.Sleep(100 * time.Millisecond); _ = os.Remove(filler) }()
@@ -180,6 +182,13 @@ func TestDiskFreedWritesTheKeptRecords(t *testing.T) {
 	}
 	if sum.EvidenceError == "" || sum.Rescue != "" || len(sum.Unwritten) > 0 {
 		t.Fatalf("the disk filled and was freed: everything must reach the journal: %+v", sum)
+	}
+	// The alert and the reason say once that evidence could not be written (the
+	// journal's error already says it).
+	for what, s := range map[string]string{"alert": alert, "reason": sum.Reason} {
+		if n := strings.Count(s, "evidence could not be written"); n != 1 {
+			t.Errorf("the %s says %d times that evidence could not be written: %s", what, n, s)
+		}
 	}
 	recs := chainOf(t, h.state, "", nil)
 	if len(kinds(recs, engine.KindOutageEnd)) != 1 || lastEnd(t, recs).Cause != engine.CauseEvidence {

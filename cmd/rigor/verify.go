@@ -32,8 +32,8 @@ every difference, checks signed heads under signatures/, and reports any file or
 directory no record accounts for. report/ is derived output and is only listed.
 
 A recomputed hash chain passes on its own; --head (a head printed earlier by
-plan apply, status or verify, as SEQ:SHA256 or the SHA256 alone) and --allowed-signers (signatures made with
-rigor sign) anchor it. Exit status: 0 verified, 1 any problem, 2 bad arguments.`,
+plan apply, status or verify, as SEQ:SHA256 or the SHA256 alone) and
+--allowed-signers (signatures made with rigor sign) anchor it. Exit status: 0 verified, 1 any problem, 2 bad arguments.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.state == "" {

@@ -351,7 +351,7 @@ func loadConfig(sc *engine.StepContext, t target.Target) (loadgen.Config, string
 	if err := fixedOutput(&lc.Workload, attrOf(cfg, "workload")); err != nil {
 		return lc, key, err
 	}
-	lc.Endpoint, lc.Model, lc.APIKey = t.Endpoint, t.Model, loadgen.Secret(t.APIKey)
+	lc.Endpoint, lc.Model, lc.APIKey = t.Endpoint, t.ServedModel(), loadgen.Secret(t.APIKey)
 	lc.API = target.Str(attrOf(cfg, "workload"), "api")
 	lc.Mode, lc.Rate = target.Str(cfg, "mode"), target.Num(cfg, "rate", 0)
 	lc.IDPrefix = requestIDPrefix(sc, lc.Concurrency, lc.Repetition)

@@ -279,9 +279,14 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 	report := ""
 	for _, ext := range []string{".nsys-rep", ".qdrep"} {
 		if p.where == "container" {
-			if p.run(ctx, sc, "copy-report", []string{p.docker, "cp", p.container + ":" + base + ext, sc.Path(p.output + ext)}, nil) == nil {
+			r := p.run(ctx, sc, "copy-report", []string{p.docker, "cp", p.container + ":" + base + ext, sc.Path(p.output + ext)}, nil)
+			if r == nil {
 				report = p.output + ext
 				break
+			}
+			if ctx.Err() != nil {
+				// Interrupted or out of time while copying: say so, not "no report".
+				return finish(*r)
 			}
 			continue
 		}
@@ -354,7 +359,7 @@ func (p plan) run(ctx context.Context, sc *engine.StepContext, name string, argv
 	case errors.As(err, &exitErr) && p.where == "container" && exitErr.ExitCode() == 127:
 		r := engine.Failed(engine.ClassToolMissing, "%s: %q is not installed in container %s (docker exec exited 127; stderr kept in %s.stderr.txt)", name, p.nsys, p.container, name)
 		return &r
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
 		// An interrupt, not a failure of the capture: with no class, the engine
 		// records the step as interrupted.
 		return &engine.Result{Status: engine.StatusFailed, Message: fmt.Sprintf("%s stopped: %v (output kept in %s.*.txt)", name, ctx.Err(), name)}

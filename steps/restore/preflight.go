@@ -108,7 +108,7 @@ func preflightCommands(cfg cty.Value) [][]string {
 func runPreflight(ctx context.Context, sc *engine.StepContext, t target.Target, argv []string, outPath string) error {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	env := []string{"RIGOR_ENDPOINT=" + t.Endpoint, "RIGOR_MODEL=" + t.Model, "RIGOR_TARGET=" + t.Name}
+	env := []string{"RIGOR_ENDPOINT=" + t.Endpoint, "RIGOR_MODEL=" + t.ServedModel(), "RIGOR_TARGET=" + t.Name}
 	if t.APIKey != "" {
 		env = append(env, "RIGOR_API_KEY="+t.APIKey)
 	}

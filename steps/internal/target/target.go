@@ -74,6 +74,19 @@ type Target struct {
 	ProtectedFiles []string
 }
 
+// ServedModel is the model name the stack serves: the target's model, or, for a
+// simulated stack that names none, its profile's. Requests and restore preflights
+// (RIGOR_MODEL) use it. Model itself stays as declared: the simulator's spec, and
+// so its digest, holds only what the plan says.
+func (t Target) ServedModel() string {
+	if name, ok := strings.CutPrefix(t.Image, "sim:"); ok && t.Model == "" {
+		if p, err := sim.LookupProfile(name); err == nil {
+			return p.ServedModelName
+		}
+	}
+	return t.Model
+}
+
 // FromValue reads a target object.
 func FromValue(v cty.Value) (Target, error) {
 	if v.IsNull() || !v.Type().IsObjectType() {
@@ -108,13 +121,6 @@ func FromValue(v cty.Value) (Target, error) {
 	}
 	if p := Str(v, "profile"); p != "" && t.Image == "" {
 		t.Image = "sim:" + p
-	}
-	// A simulated stack serves its profile's model name unless the target names one:
-	// requests and restore preflights (RIGOR_MODEL) use the name it serves.
-	if name, ok := strings.CutPrefix(t.Image, "sim:"); ok && t.Model == "" {
-		if p, err := sim.LookupProfile(name); err == nil {
-			t.Model = p.ServedModelName
-		}
 	}
 	if t.HealthPath == "" {
 		t.HealthPath = "/health"
