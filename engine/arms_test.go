@@ -248,11 +248,19 @@ func TestCaptureRunsDuringItsBlock(t *testing.T) {
 		wantClass  engine.FailureClass
 		overlapped *bool
 		message    string
+		// parallelism is --parallelism (0: the default): a capture does not count
+		// against it, since it runs beside a block that is already running.
+		parallelism int
 	}{
 		"after two requests": {
 			capture: `start_after_requests = 2
   sleep = "30ms"`,
 			wantStatus: engine.StatusSucceeded, overlapped: ptrBool(true),
+		},
+		"one step at a time": {
+			capture: `start_after_requests = 2
+  sleep = "30ms"`,
+			wantStatus: engine.StatusSucceeded, overlapped: ptrBool(true), parallelism: 1,
 		},
 		"after a delay": {
 			capture: `start_after = "40ms"
@@ -288,7 +296,7 @@ step "block" "load" {
   uses        = ["gpu"]
 }
 step "probe" "restore" { always = true }
-`), h.reg, engine.Options{StateDir: h.state})
+`), h.reg, engine.Options{StateDir: h.state, Parallelism: tc.parallelism})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -149,7 +149,9 @@ func (r *run) schedule() error {
 			}
 			continue
 		}
-		if len(r.running) >= r.opts.Parallelism || clashes(inst, claimed) {
+		// A capture runs beside its block, which is already running: the cap on
+		// steps at once does not hold it back, or it could never overlap the block.
+		if (len(r.running) >= r.opts.Parallelism && inst.Meta.During == "") || clashes(inst, claimed) {
 			claimed = append(claimed, claimOf(inst))
 			continue
 		}

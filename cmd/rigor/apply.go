@@ -28,6 +28,9 @@ func newApplyCmd(g *globals) *cobra.Command {
 			if state == "" {
 				return &exitError{code: 2, msg: "--state is required: the directory that keeps this campaign's plan, journal and evidence"}
 			}
+			if parallelism < 1 {
+				return &exitError{code: 2, msg: fmt.Sprintf("--parallelism %d: want 1 or more steps at once", parallelism)}
+			}
 			p, err := a.load(g, args[0])
 			if err != nil {
 				return err
@@ -63,7 +66,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "state directory (created on first apply)")
-	cmd.Flags().IntVar(&parallelism, "parallelism", 4, "most steps running at once; steps sharing a uses resource never overlap, and a step without uses runs alone")
+	cmd.Flags().IntVar(&parallelism, "parallelism", 4, "most steps running at once (a capture running during its block does not count); steps sharing a uses resource never overlap, and a step without uses runs alone")
 	cmd.Flags().BoolVar(&holdUnresolvable, "hold-unresolvable", false, "after the pilot, hold the campaign before any further step while the decision rule cannot be resolved with its declared repetitions, so it can be amended prospectively with rigor plan diff --record")
 	a.bind(cmd)
 	return cmd
