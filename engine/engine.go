@@ -78,6 +78,9 @@ type Summary struct {
 	Reason     string
 	PlanSHA256 string
 	Counts     map[Status]int
+	// Exhausted is true when a held campaign has nothing left that could run: applying
+	// again runs nothing, and only `rigor close` ends it.
+	Exhausted bool
 	// RestoreFailures lists the always-steps that failed or never ran, with why.
 	RestoreFailures []string
 	// OutageOpen is true when the apply ends with the incumbent out of service.
@@ -305,12 +308,12 @@ func (r *run) end() *Summary {
 	case r.stopFailure() != "":
 		// Nothing is left that could run, but the campaign was stopped by a failure:
 		// it is not a completed campaign, and only a person closes it.
-		sum.Status, sum.Cause = EndHeld, CauseStopped
+		sum.Status, sum.Cause, sum.Exhausted = EndHeld, CauseStopped, true
 		sum.Reason = "nothing left can run, but " + r.stopFailure() + "; the campaign stays held for review: `rigor close --reason` closes it"
 	case notRerun != "":
 		// An interrupted step that may not run again never finished: what waits on it
 		// never ran, so the campaign did not complete either.
-		sum.Status, sum.Cause = EndHeld, CauseStopped
+		sum.Status, sum.Cause, sum.Exhausted = EndHeld, CauseStopped, true
 		sum.Reason = "nothing left can run, but " + notRerun + "; the campaign stays held for review: `rigor close --reason` closes it"
 	default:
 		sum.Status = EndCompleted

@@ -737,7 +737,7 @@ step "probe" "restore" { always = true }
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Status != engine.EndHeld || !strings.Contains(sum.Reason, "nothing left can run, but probe.deploy failed (health)") {
+	if sum.Status != engine.EndHeld || !sum.Exhausted || !strings.Contains(sum.Reason, "nothing left can run, but probe.deploy failed (health)") {
 		t.Fatalf("a continued apply with nothing left must stay held, naming the failure: %+v", sum)
 	}
 	if _, err := engine.Close(h.state, "deploy broken; reviewed", h.clock); err != nil {

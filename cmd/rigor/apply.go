@@ -62,7 +62,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 			// The verdict is computed as `rigor report` computes it; a state whose
 			// evidence cannot be read still ends with the outcome and what to do.
 			brief, berr := report.BriefFromState(state)
-			return &exitError{code: renderApply(g, p.Campaign.Name, args[0], state, sum, brief, berr)}
+			return &exitError{code: renderApply(g, p.Campaign.Name, args[0], state, p.Campaign.Outage != nil, sum, brief, berr)}
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "state directory (created on first apply)")
@@ -75,7 +75,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 // renderApply prints how the apply ended, loudly when the incumbent may not be
 // serving, then the verdict and the next command, and returns the exit code that
 // says the same.
-func renderApply(g *globals, name, campaign, state string, sum *engine.Summary, brief *report.Brief, briefErr error) int {
+func renderApply(g *globals, name, campaign, state string, hasOutage bool, sum *engine.Summary, brief *report.Brief, briefErr error) int {
 	w := g.stdout
 	red := func(s string) string {
 		if isTerminal(w) {
@@ -98,11 +98,18 @@ func renderApply(g *globals, name, campaign, state string, sum *engine.Summary, 
 	switch sum.Status {
 	case engine.EndHeld:
 		code = exitHeld
-		restored := ""
+		restored, window := "", ""
 		if sum.Outage != nil {
 			restored = "the incumbent was restored; "
 		}
-		fmt.Fprintf(w, "held: %sapplying again continues with what has not run (in a new outage window), `rigor close --state %s --reason \"...\"` closes the campaign for good\n", restored, state)
+		if hasOutage {
+			window = " (in a new outage window)"
+		}
+		if sum.Exhausted {
+			fmt.Fprintf(w, "held: %snothing is left that applying again could run; after review, `rigor close --state %s --reason \"...\"` closes the campaign\n", restored, state)
+		} else {
+			fmt.Fprintf(w, "held: %sapplying again continues with what has not run%s, `rigor close --state %s --reason \"...\"` closes the campaign for good\n", restored, window, state)
+		}
 	case engine.EndRestoreFailed:
 		code = exitRestoreFailed
 		for _, f := range sum.RestoreFailures {
@@ -144,16 +151,18 @@ func renderApply(g *globals, name, campaign, state string, sum *engine.Summary, 
 	} else {
 		fmt.Fprintln(w, brief.Text(sum.Status == engine.EndCompleted))
 	}
-	fmt.Fprintln(w, "next: "+nextCommand(campaign, state, sum.Status))
+	fmt.Fprintln(w, "next: "+nextCommand(campaign, state, sum))
 	return code
 }
 
 // nextCommand is what to run after an apply that ended with status.
-func nextCommand(campaign, state, status string) string {
-	switch status {
-	case engine.EndHeld:
+func nextCommand(campaign, state string, sum *engine.Summary) string {
+	switch {
+	case sum.Status == engine.EndHeld && sum.Exhausted:
+		return fmt.Sprintf("`rigor report --state %s` reports what has run; `rigor close --state %s --reason \"...\"` closes the campaign after review", state, state)
+	case sum.Status == engine.EndHeld:
 		return fmt.Sprintf("`rigor plan apply %s --state %s` continues the campaign; `rigor report --state %s` reports what has run", campaign, state, state)
-	case engine.EndRestoreFailed:
+	case sum.Status == engine.EndRestoreFailed:
 		return fmt.Sprintf("`rigor plan apply %s --state %s`, after the checks by hand above, retries the restore", campaign, state)
 	}
 	return fmt.Sprintf("`rigor report --state %s` writes the report (report.html, report.md, summary.json and charts) to %s", state, filepath.Join(state, "report"))
