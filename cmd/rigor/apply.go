@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rigor-bench/rigor/engine"
@@ -40,11 +41,21 @@ func newApplyCmd(g *globals) *cobra.Command {
 					return &exitError{code: exitUsage, msg: "--hold-unresolvable: " + why}
 				}
 			}
-			ctx, stop := interruptContext(g)
+			// Whether an outage is open, as the latest event said: what a second or
+			// third interrupt would leave behind depends on it.
+			var outageOpen atomic.Bool
+			ctx, stop := interruptContext(g, outageOpen.Load)
 			defer stop()
 			view := newProgressView(g)
+			observe := observer(g, view)
 			sum, err := engine.Apply(ctx, p, steps.Registry(), engine.Options{
-				StateDir: state, Log: g.log, Observe: observer(g, view), Parallelism: parallelism, Rigor: buildVersion(),
+				StateDir: state, Log: g.log, Parallelism: parallelism, Rigor: buildVersion(),
+				Observe: func(e engine.Event) {
+					if e.Kind != "progress" {
+						outageOpen.Store(e.Outage.Open)
+					}
+					observe(e)
+				},
 				Gate: pilotGate(view, p, state, holdUnresolvable),
 			})
 			if err != nil {
@@ -184,13 +195,23 @@ func countsText(c map[engine.Status]int) string {
 // interruptContext implements the two-stage interrupt of apply: the first
 // SIGINT/SIGTERM cancels the running step and sends the engine to restore; the second
 // says what a kill would leave behind; the third exits at once (signals.go).
-func interruptContext(g *globals) (context.Context, func()) {
+func interruptContext(g *globals, outageOpen func() bool) (context.Context, func()) {
 	return watchInterrupts(g, interruptPlan{
 		// The engine says what happens next (running steps cancelled, always-steps
 		// run); this line says only what another signal does.
-		first:  "interrupt again for what a kill would leave behind",
-		second: "restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first.",
-		exit:   "exiting without finishing restore; run `rigor plan apply` on the same state to restore",
+		first: "interrupt again for what a kill would leave behind",
+		second: func() string {
+			if outageOpen() {
+				return "restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first."
+			}
+			return "the always-steps are running; no outage is open. A third interrupt exits now; the next `rigor plan apply` on this state settles what it leaves."
+		},
+		exit: func() string {
+			if outageOpen() {
+				return "exiting without finishing restore; run `rigor plan apply` on the same state to restore"
+			}
+			return "exiting before the always-steps finished; no outage is open; run `rigor plan apply` on the same state to settle them"
+		},
 	})
 }
 

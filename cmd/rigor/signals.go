@@ -10,9 +10,11 @@ import (
 
 // interruptPlan is what each SIGINT/SIGTERM does: the first cancels the context and
 // logs first; the second logs second (when set) and the next one exits 130 after
-// logging exit.
+// logging exit. second and exit are worked out when the signal comes, so they can
+// say what is true then (whether an outage is open).
 type interruptPlan struct {
-	first, second, exit string
+	first        string
+	second, exit func() string
 }
 
 // exitInterrupted is the exit status of a command stopped by a signal (128 + SIGINT),
@@ -36,10 +38,10 @@ func watchInterrupts(g *globals, p interruptPlan) (context.Context, func()) {
 				case n == 1:
 					g.log.Warn().Msg(signalName(s) + " received: " + p.first)
 					cancel(errors.New(signalName(s)))
-				case n == 2 && p.second != "":
-					g.log.Warn().Msg(p.second)
+				case n == 2 && p.second != nil:
+					g.log.Warn().Msg(p.second())
 				default:
-					g.log.Error().Msg(p.exit)
+					g.log.Error().Msg(p.exit())
 					os.Exit(exitInterrupted)
 				}
 			case <-done:
@@ -54,5 +56,5 @@ func watchInterrupts(g *globals, p interruptPlan) (context.Context, func()) {
 // calibrate): nothing was taken out of service, so there is nothing to restore.
 var benchInterrupts = interruptPlan{
 	first: "stopping; requests in flight are cancelled and every record taken so far is written. Interrupt again to exit at once.",
-	exit:  "exiting at once; the records of requests in flight are lost",
+	exit:  func() string { return "exiting at once; the records of requests in flight are lost" },
 }
