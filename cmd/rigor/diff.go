@@ -29,6 +29,9 @@ func newDiffCmd(g *globals) *cobra.Command {
 			if record && reason == "" {
 				return &exitError{code: 2, msg: "--record needs --reason \"...\": an amendment says why it was made"}
 			}
+			if reason != "" && !record {
+				return &exitError{code: 2, msg: "--reason is the reason of an amendment being recorded: use it with --record"}
+			}
 			if postHoc && !record {
 				return &exitError{code: 2, msg: "--post-hoc labels an amendment as it is recorded: use it with --record --reason \"...\""}
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/report"
 	"github.com/spf13/cobra"
@@ -22,6 +23,14 @@ func newShowCmd(g *globals) *cobra.Command {
 		Short: "Print the ordered step instances, what is unknown until which step, and the outage fit",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && state != "" {
+				return &exitError{code: 2, msg: "--json prints the canonical plan alone; --state adds the pilot's power to the text form: use one or the other"}
+			}
+			if state != "" {
+				if err := engine.CheckState(state); err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+			}
 			p, err := a.load(g, args[0])
 			if err != nil {
 				return err
