@@ -22,6 +22,7 @@ type GPUQuery struct {
 	DCGMEndpoint string // kind "dcgm": the exporter's metrics URL
 	SimDevices   int    // kind "sim"
 	SimLimitW    float64
+	SimNames     *SimNames // what errors call the sim settings (the command line's flags)
 }
 
 // ReadGPUs reads the GPUs the query names, in index order.
@@ -36,7 +37,7 @@ func ReadGPUs(q GPUQuery) ([]GPUDevice, error) {
 		}
 		return gpu.DCGM{URL: u}.Snapshot()
 	case "sim":
-		s, err := gpu.SimFor("rigor-gpus", gpu.SimConfig{Devices: q.SimDevices, PowerLimitW: q.SimLimitW})
+		s, err := gpu.SimFor("rigor-gpus", gpu.SimConfig{Devices: q.SimDevices, PowerLimitW: q.SimLimitW, Names: q.SimNames})
 		if err != nil {
 			return nil, err
 		}
@@ -52,14 +53,18 @@ type SimDCGMConfig struct {
 	PowerLimitW float64
 	DriftAt     time.Duration // every limit becomes DriftW this long after start; 0: never
 	DriftW      float64
+	Names       *SimNames // what errors call the settings (the command line's flags)
 }
+
+// SimNames name the simulated GPUs' settings in errors.
+type SimNames = gpu.SimNames
 
 // SimDCGMHandler serves simulated GPUs as dcgm-exporter does at /metrics, so a
 // host with gpus = "dcgm" can be tested on a machine without GPUs. Every scrape is
 // a fresh snapshot of the simulated devices (power follows a load phase; the
 // limit drifts when configured).
 func SimDCGMHandler(c SimDCGMConfig) (http.Handler, error) {
-	src, err := gpu.SimFor("dcgm:"+c.Host, gpu.SimConfig{Devices: c.Devices, PowerLimitW: c.PowerLimitW, DriftAt: c.DriftAt, DriftW: c.DriftW})
+	src, err := gpu.SimFor("dcgm:"+c.Host, gpu.SimConfig{Devices: c.Devices, PowerLimitW: c.PowerLimitW, DriftAt: c.DriftAt, DriftW: c.DriftW, Names: c.Names})
 	if err != nil {
 		return nil, err
 	}

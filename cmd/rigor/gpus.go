@@ -34,7 +34,8 @@ func newGPUsCmd(g *globals) *cobra.Command {
 			if (a.kind == "dcgm") != (a.dcgm != "") {
 				return &exitError{code: 2, msg: "--dcgm-endpoint goes with --host-kind dcgm, and --host-kind dcgm needs it"}
 			}
-			devs, err := steps.ReadGPUs(steps.GPUQuery{Kind: a.kind, DCGMEndpoint: a.dcgm, SimDevices: a.simGPUs, SimLimitW: a.simLimitW})
+			devs, err := steps.ReadGPUs(steps.GPUQuery{Kind: a.kind, DCGMEndpoint: a.dcgm, SimDevices: a.simGPUs, SimLimitW: a.simLimitW,
+				SimNames: &steps.SimNames{Devices: "--sim-gpus", PowerLimitW: "--sim-power-limit-watts"}})
 			if err != nil {
 				msg := err.Error()
 				if a.kind == "nvml" {

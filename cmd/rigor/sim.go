@@ -12,6 +12,7 @@ import (
 
 	"github.com/rigor-bench/rigor/steps"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newSimCmd(g *globals) *cobra.Command {
@@ -34,12 +35,13 @@ setting come from the container's directory, and the other flags must not be set
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if container != "" {
+				// Every flag of serve but --container, so a flag added later is refused too.
 				var set []string
-				for _, name := range []string{"profile", "listen", "model", "reasoning-field", "time-scale", "seed", "allocate-mb", "allocate-after", "tokens-per-chunk"} {
-					if cmd.Flags().Changed(name) {
-						set = append(set, "--"+name)
+				cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+					if f.Changed && f.Name != "container" {
+						set = append(set, "--"+f.Name)
 					}
-				}
+				})
 				if len(set) > 0 {
 					return &exitError{code: 2, msg: fmt.Sprintf("--container takes every setting from the container; drop %s", strings.Join(set, ", "))}
 				}

@@ -27,6 +27,10 @@ func newSimDCGMCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("drift-watts") != cmd.Flags().Changed("drift-at") {
 				return &exitError{code: 2, msg: "--drift-at and --drift-watts go together: the limit changes to --drift-watts that long after start"}
 			}
+			if cmd.Flags().Changed("drift-at") && c.DriftAt <= 0 {
+				return &exitError{code: 2, msg: fmt.Sprintf("--drift-at %s: want a time after start (the limit changes that long after it)", c.DriftAt)}
+			}
+			c.Names = &steps.SimNames{Devices: "--gpus", PowerLimitW: "--power-limit-watts", DriftAt: "--drift-at", DriftW: "--drift-watts"}
 			h, err := steps.SimDCGMHandler(c)
 			if err != nil {
 				return &exitError{code: 2, msg: err.Error()}

@@ -18,17 +18,33 @@ type SimConfig struct {
 	// in the middle of a campaign.
 	DriftAt time.Duration
 	DriftW  float64
+	// Names are what errors call the settings; nil: the plan's host attributes.
+	Names *SimNames
 }
 
+// SimNames name SimConfig's settings where they were given: a plan's host block, or
+// a command line's flags.
+type SimNames struct{ Devices, PowerLimitW, DriftAt, DriftW string }
+
+// HostAttributes are the host block's names for the simulated GPUs' settings.
+var HostAttributes = SimNames{Devices: "sim_gpus", PowerLimitW: "sim_power_limit_watts", DriftAt: "sim_power_drift_at", DriftW: "sim_power_drift_watts"}
+
 func (c SimConfig) validate() error {
+	n := HostAttributes
+	if c.Names != nil {
+		n = *c.Names
+	}
 	if c.Devices < 1 || c.Devices > 64 {
-		return fmt.Errorf("sim_gpus = %d: want 1 to 64 simulated GPUs", c.Devices)
+		return fmt.Errorf("%s = %d: want 1 to 64 simulated GPUs", n.Devices, c.Devices)
 	}
 	if c.PowerLimitW <= 0 || c.PowerLimitW > 2000 {
-		return fmt.Errorf("sim_power_limit_watts = %g: want a limit in (0, 2000] W", c.PowerLimitW)
+		return fmt.Errorf("%s = %g: want a limit in (0, 2000] W", n.PowerLimitW, c.PowerLimitW)
+	}
+	if c.DriftAt < 0 {
+		return fmt.Errorf("%s = %s: want a time after start", n.DriftAt, c.DriftAt)
 	}
 	if c.DriftAt > 0 && (c.DriftW <= 0 || c.DriftW > 2000) {
-		return fmt.Errorf("sim_power_drift_watts = %g: want a limit in (0, 2000] W when sim_power_drift_at is set", c.DriftW)
+		return fmt.Errorf("%s = %g: want a limit in (0, 2000] W when %s is set", n.DriftW, c.DriftW, n.DriftAt)
 	}
 	return nil
 }
