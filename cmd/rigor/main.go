@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -160,7 +161,7 @@ var extraCommands []func(*globals) *cobra.Command
 
 func (g *globals) setupLog() error {
 	lvl, err := zerolog.ParseLevel(g.logLevel)
-	if err != nil || g.logLevel == "" {
+	if err != nil || !slices.Contains([]string{"debug", "info", "warn", "error"}, g.logLevel) {
 		return &exitError{code: 2, msg: fmt.Sprintf("invalid --log-level %q: use debug, info, warn or error", g.logLevel)}
 	}
 	switch g.logFormat {
