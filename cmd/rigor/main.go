@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
