@@ -414,12 +414,7 @@ func (ev *evidence) compare(rule *decisionRule, role, sel string, threshold floa
 	if iv, err := stats.MeanInterval(gains, Level); err == nil {
 		c.Interval = &iv
 	}
-	holdsAt := func(x float64) bool {
-		if role == "primary" {
-			return x >= threshold
-		}
-		return x >= -threshold
-	}
+	holdsAt := func(x float64) bool { return criterionHolds(role, threshold, x) }
 	hp := holdsAt(g)
 	c.HoldsPoint = &hp
 	if c.Interval != nil {
@@ -574,3 +569,13 @@ func (ev *evidence) drift(matrix, before, after string, conc, k int, metric stri
 }
 
 func pct(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
+
+// criterionHolds says whether a gain x meets a cell's criterion: a primary cell's
+// gain must reach its threshold (min_gain); a protected cell's may fall to minus
+// its threshold (a regression of at most max_protected_regression).
+func criterionHolds(role string, threshold, x float64) bool {
+	if role == "primary" {
+		return x >= threshold
+	}
+	return x >= -threshold
+}
