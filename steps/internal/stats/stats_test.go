@@ -77,8 +77,10 @@ func TestSkewnessAndMethodChoice(t *testing.T) {
 	}{
 		"skewed, ten blocks: bootstrap": {zs, MethodBootstrap},
 		// Seven blocks with the same outlier: skewed too, but too few to resample.
-		"skewed, seven blocks: t":   {[]float64{1.02, 1.03, 1.01, 1.02, 1.04, 1.35, 1.02}, MethodT},
-		"symmetric, five blocks: t": {[]float64{1.0412, 1.0987, 1.0633, 1.1204, 1.0795}, MethodT},
+		"skewed, seven blocks: t": {[]float64{1.02, 1.03, 1.01, 1.02, 1.04, 1.35, 1.02}, MethodT},
+		// Eight, the README's "at least 8": the bootstrap.
+		"skewed, eight blocks: bootstrap": {[]float64{1.02, 1.03, 1.01, 1.02, 1.04, 1.35, 1.02, 1.01}, MethodBootstrap},
+		"symmetric, five blocks: t":       {[]float64{1.0412, 1.0987, 1.0633, 1.1204, 1.0795}, MethodT},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
