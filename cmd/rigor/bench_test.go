@@ -63,6 +63,14 @@ func TestBenchAgainstSimulator(t *testing.T) {
 		len(bi.Workload.SHA256) != 64 || bi.Workload.Source.Kind != "corpus" || bi.Machine.CPUs < 1 || bi.Endpoint != url || bi.Model != "m" {
 		t.Errorf("bench section %+v", bi)
 	}
+	// The README's "CPU model, kernel", where Linux says them.
+	if rel, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil && bi.Machine.Kernel != strings.TrimSpace(string(rel)) {
+		t.Errorf("machine kernel %q, /proc/sys/kernel/osrelease says %q", bi.Machine.Kernel, rel)
+	}
+	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil && strings.Contains(string(info), "model name") &&
+		(bi.Machine.CPUModel == "" || !strings.Contains(string(info), bi.Machine.CPUModel)) {
+		t.Errorf("machine cpu_model %q is not /proc/cpuinfo's model name", bi.Machine.CPUModel)
+	}
 	// The digest is the corpus digest the block step would pin for this cell.
 	cfg := steps.LoadConfig{Concurrency: 3, Workload: steps.LoadWorkload{Corpus: "synthetic-summary", CorpusSeed: 4342, NominalContext: 512, Prefixes: "unique"}}
 	if want, err := steps.LoadDigest(steps.LoadCorpusSource{ID: cfg.CorpusID()}, 9); err != nil || bi.Workload.SHA256 != want {
@@ -140,6 +148,13 @@ func TestBenchSweepFiles(t *testing.T) {
 // TestBenchInterruptExitCode: a SIGINT during a bench exits 130 (not 1, not a
 // failed-request code), says interrupted, and writes the result.
 func TestBenchInterruptExitCode(t *testing.T) {
+	// README: "130 on SIGINT or SIGTERM".
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { benchInterrupted(t, sig) })
+	}
+}
+
+func benchInterrupted(t *testing.T, sig syscall.Signal) {
 	url := benchSim(t, 0.05)
 	dir := t.TempDir()
 	done := make(chan struct{})
@@ -153,7 +168,7 @@ func TestBenchInterruptExitCode(t *testing.T) {
 			case <-time.After(5 * time.Millisecond):
 			}
 			if b, _ := os.ReadFile(filepath.Join(dir, "requests.jsonl")); bytes.Count(b, []byte("\n")) > 0 {
-				syscall.Kill(os.Getpid(), syscall.SIGINT)
+				syscall.Kill(os.Getpid(), sig)
 				return
 			}
 		}
