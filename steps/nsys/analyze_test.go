@@ -224,3 +224,37 @@ func TestCompileModules(t *testing.T) {
 		})
 	}
 }
+
+// A kernel belongs to the innermost NVTX range open on the thread that launched it:
+// a step range inside a frame range takes the kernels launched within it, the frame
+// the rest, and a range on another thread of the same process takes none of them.
+func TestAnalyzeNestedRangesInnermostOnTheLaunchingThread(t *testing.T) {
+	const s = int64(1_000_000_000)
+	f := nsysdb.Fixture{
+		Version:      "2026.1.1.204",
+		SessionStart: time.Date(2026, 10, 22, 3, 0, 0, 0, time.UTC),
+		Start:        s, Stop: 2 * s,
+		GPUs: []nsysdb.GPU{{ID: 0, CudaID: 0, Name: "H200"}},
+		Ranges: []nsysdb.Range{
+			{Start: s + 100*ms, End: s + 300*ms, Pid: 100, Tid: 101, Text: "frame"},
+			{Start: s + 150*ms, End: s + 200*ms, Pid: 100, Tid: 101, Text: "attention step"},
+			{Start: s + 100*ms, End: s + 300*ms, Pid: 100, Tid: 102, Text: "other thread"},
+		},
+		Kernels: []nsysdb.Kernel{
+			{Start: s + 161*ms, End: s + 171*ms, Device: 0, Name: "flash_fwd_kernel", Pid: 100, Tid: 101, LaunchAt: s + 160*ms},
+			{Start: s + 251*ms, End: s + 255*ms, Device: 0, Name: "elementwise_kernel", Pid: 100, Tid: 101, LaunchAt: s + 250*ms},
+			{Start: s + 121*ms, End: s + 123*ms, Device: 0, Name: "elementwise_kernel", Pid: 100, Tid: 101, LaunchAt: s + 120*ms},
+		},
+	}
+	got, err := Analyze(writeFixture(t, f), Mapping{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Share{
+		{Name: "attention step", Kernels: 1, SummedKernelMS: 10, Fraction: 10.0 / 16},
+		{Name: "frame", Kernels: 2, SummedKernelMS: 6, Fraction: 6.0 / 16},
+	}
+	if d := cmp.Diff(want, got.Graphs, cmpopts.EquateApprox(0, 1e-9)); d != "" {
+		t.Errorf("kernels by range (-want +got):\n%s", d)
+	}
+}
