@@ -50,4 +50,33 @@ func TestMakeBuildNamesCommit(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("make build's rigor --version printed %q, want %q", got, want)
 	}
+
+	// In a git worktree of the same commit, with a change not committed: the commit,
+	// and ", modified", whatever the checkout above was.
+	wt := filepath.Join(t.TempDir(), "wt")
+	if out, err := exec.Command("git", "-C", root, "worktree", "add", "--detach", wt, "HEAD").CombinedOutput(); err != nil {
+		t.Fatalf("git worktree add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("git", "-C", root, "worktree", "remove", "--force", wt).Run() })
+	readme := filepath.Join(wt, "README.md")
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readme, append(b, "\nan uncommitted line\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wbin := t.TempDir()
+	mk = exec.Command("make", "-C", wt, "build", "BIN="+wbin)
+	mk.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -buildvcs=false"))
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make build in a worktree: %v\n%s", err, out)
+	}
+	got, err = exec.Command(filepath.Join(wbin, "rigor"), "--version").Output()
+	if err != nil {
+		t.Fatalf("rigor --version: %v", err)
+	}
+	if want := "rigor devel (" + string(head[:12]) + ", modified)\n"; string(got) != want {
+		t.Errorf("in a modified worktree, make build's rigor --version printed %q, want %q", got, want)
+	}
 }
