@@ -522,3 +522,30 @@ func TestStartAdoptsAnOrphanServer(t *testing.T) {
 		t.Fatalf("adopted %+v (%v), want the first server's incarnation %s running", info, err, first.Incarnation)
 	}
 }
+
+// Stop sends SIGTERM and, when the server has not ended within StopGrace (10 s by
+// default, as the README says), SIGKILL: a server that cannot take SIGTERM (here a
+// stopped process) ends all the same, with exit code 137.
+func TestStopKillsAServerThatIgnoresSIGTERM(t *testing.T) {
+	if h, err := OpenHost("d", t.TempDir()); err != nil || h.StopGrace != 10*time.Second {
+		t.Fatalf("default StopGrace %v (%v), want 10s", h.StopGrace, err)
+	}
+	h := testHost(t)
+	h.StopGrace = 500 * time.Millisecond
+	info := started(t, h, "deaf")
+	if err := syscall.Kill(info.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := h.Stop("deaf"); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	after, err := h.Inspect("deaf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status != StatusExited || after.ExitCode != 137 || took < h.StopGrace {
+		t.Errorf("after stop: %s, exit code %d, after %v; want exited 137 after the %v grace", after.Status, after.ExitCode, took, h.StopGrace)
+	}
+}
