@@ -237,6 +237,49 @@ step "probe" "restore" { always = true }
 	}
 }
 
+// A running capture does not count against Parallelism either: with 2, a step
+// waiting for a free slot starts beside the block while its capture still runs.
+func TestRunningCaptureDoesNotCountAgainstParallelism(t *testing.T) {
+	h := armHarness(t)
+	var sawCapture bool
+	h.probe.when("probe.other", func() {
+		h.probe.mu.Lock()
+		sawCapture = h.probe.active["trace"] > 0
+		h.probe.mu.Unlock()
+	})
+	sum, err := engine.Apply(context.Background(), h.load(header+`
+step "block" "load" {
+  requests    = 10
+  per_request = "50ms"
+  uses        = ["gpu"]
+}
+step "probe" "capture" {
+  during               = step.block.load
+  start_after_requests = 1
+  sleep                = "300ms"
+  uses                 = ["trace"]
+}
+step "probe" "pre" {
+  sleep = "150ms"
+  uses  = ["cpu"]
+}
+step "probe" "other" {
+  uses       = ["cpu"]
+  depends_on = [step.probe.pre]
+}
+step "probe" "restore" { always = true }
+`), h.reg, engine.Options{StateDir: h.state, Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != engine.EndCompleted {
+		t.Fatalf("campaign %s: %s", sum.Status, sum.Reason)
+	}
+	if !sawCapture {
+		t.Error("probe.other waited for the capture to end: a running capture counted against --parallelism 2")
+	}
+}
+
 // A capture declared `during` a block starts while the block runs, once its start
 // condition holds, and records both windows; one whose block ends first is refused;
 // one that outlasts its block is incomplete instrumentation, not a quiet success

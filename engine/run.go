@@ -151,7 +151,7 @@ func (r *run) schedule() error {
 		}
 		// A capture runs beside its block, which is already running: the cap on
 		// steps at once does not hold it back, or it could never overlap the block.
-		if (len(r.running) >= r.opts.Parallelism && inst.Meta.During == "") || clashes(inst, claimed) {
+		if (r.countedRunning() >= r.opts.Parallelism && inst.Meta.During == "") || clashes(inst, claimed) {
 			claimed = append(claimed, claimOf(inst))
 			continue
 		}
@@ -172,6 +172,18 @@ func (r *run) schedule() error {
 		}
 	}
 	return nil
+}
+
+// countedRunning is how many running steps count against --parallelism: captures
+// run beside their blocks and count neither when they start nor while they run.
+func (r *run) countedRunning() int {
+	n := 0
+	for _, inst := range r.running {
+		if inst.Meta.During == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // ready reports whether every dependency of inst has settled in a way it can use,
