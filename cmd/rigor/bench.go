@@ -131,7 +131,7 @@ bad flag.`,
 	f.DurationVar(&a.requestTimeout, "request-timeout", 0, "per-request timeout (0: none)")
 	f.StringVar(&a.percentiles, "percentiles", "50,90,95,99", "percentiles to report, comma-separated, each in (0, 100]")
 	f.StringVar(&a.goodput, "goodput", "", "SLOs of goodput, e.g. ttft:200ms,tpot:50ms (metrics ttft, ttfo, tpot, e2e; a bare number is ms)")
-	f.StringVar(&a.idPrefix, "id-prefix", "bench", "request IDs are <id-prefix>/<index> (<id-prefix>-warmup/<index> for warm-up)")
+	f.StringVar(&a.idPrefix, "id-prefix", "bench", "request IDs are <id-prefix>/<index>, <id-prefix>/<level>/<index> in a sweep (warm-up: <id-prefix>-warmup/<index>, <id-prefix>/<level>-warmup/<index>)")
 	f.StringVar(&a.out, "out", "", "directory for the results (created)")
 	f.BoolVar(&a.json, "json", false, "print result.json (sweep.json for a sweep) to stdout instead of the tables")
 	return cmd
@@ -190,6 +190,9 @@ func (a *benchArgs) plan() (*benchPlan, error) {
 		if a.set("rate") {
 			bad("--rate applies to --mode open only")
 		}
+		if a.set("arrival") {
+			bad("--arrival applies to --mode open only (a closed loop sends the next request when one ends)")
+		}
 	case steps.LoadModeOpen:
 		rates, err = parseList(a.rate, func(s string) (float64, error) {
 			r, err := strconv.ParseFloat(s, 64)
@@ -207,11 +210,11 @@ func (a *benchArgs) plan() (*benchPlan, error) {
 		if !a.set("concurrency") {
 			bad("--rate needs --concurrency: the most requests in flight at once (one connection each), which caps the rate the client can keep")
 		}
+		if len(concs) > 1 {
+			bad("--concurrency %q: in open loop it is one ceiling; sweep --rate instead", a.concurrency)
+		}
 	default:
 		bad("--mode %q: want closed or open", mode)
-	}
-	if len(concs) > 1 && len(rates) > 1 {
-		bad("--concurrency and --rate are both lists: sweep one of them")
 	}
 	if a.requests < 1 {
 		bad("--requests %d: want >= 1", a.requests)
@@ -232,6 +235,9 @@ func (a *benchArgs) plan() (*benchPlan, error) {
 		if a.set(n) && !random {
 			bad("--%s applies to --dataset-name random", n)
 		}
+	}
+	if a.set("corpus-seed") && (a.dataset == datasetPrompts || a.dataset == datasetShareGPT) {
+		bad("--corpus-seed applies to --dataset-name corpus or random: a %s file's prompts are taken as written", a.dataset)
 	}
 	for _, n := range []string{"corpus", "nominal-context", "prefixes"} {
 		if a.set(n) && a.dataset != datasetCorpus {
