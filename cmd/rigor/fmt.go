@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -19,6 +21,8 @@ func newFmtCmd(g *globals) *cobra.Command {
 	var check bool
 	cmd := &cobra.Command{
 		Use:   "fmt [--check] PATH...",
+		Long: `fmt rewrites campaign files in canonical HCL style. A PATH that is a directory
+means every *.hcl file in it and below it (one with none is an error).`,
 		Short: "Rewrite campaign files in canonical HCL style (--check only reports)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -29,8 +33,21 @@ func newFmtCmd(g *globals) *cobra.Command {
 					return &exitError{code: 1, msg: err.Error()}
 				}
 				if st.IsDir() {
-					m, _ := filepath.Glob(filepath.Join(a, "*.hcl"))
-					files = append(files, m...)
+					// A directory means every *.hcl file under it, subdirectories included.
+					var found []string
+					err := filepath.WalkDir(a, func(path string, d fs.DirEntry, err error) error {
+						if err == nil && !d.IsDir() && strings.HasSuffix(path, ".hcl") {
+							found = append(found, path)
+						}
+						return err
+					})
+					if err != nil {
+						return &exitError{code: 1, msg: err.Error()}
+					}
+					if len(found) == 0 {
+						return &exitError{code: 1, msg: fmt.Sprintf("%s holds no *.hcl file, in it or below it", a)}
+					}
+					files = append(files, found...)
 				} else {
 					files = append(files, a)
 				}
