@@ -20,7 +20,7 @@ func init() { extraCommands = append(extraCommands, newFmtCmd) }
 func newFmtCmd(g *globals) *cobra.Command {
 	var check bool
 	cmd := &cobra.Command{
-		Use:   "fmt [--check] PATH...",
+		Use: "fmt [--check] PATH...",
 		Long: `fmt rewrites campaign files in canonical HCL style. A PATH that is a directory
 means every *.hcl file in it and below it (one with none is an error).`,
 		Short: "Rewrite campaign files in canonical HCL style (--check only reports)",
