@@ -4,8 +4,9 @@
 // the outage clock, and always runs the always-steps (restore) last.
 //
 // Invariants:
-//   - Nothing in the state directory is rewritten except manifest.json, which is an
-//     index rebuilt from the journal; evidence is only ever added.
+//   - No evidence in the state directory is ever rewritten, only added. What is
+//     rewritten is derived from it: manifest.json (an index rebuilt from the
+//     journal) and report/ (rewritten by `rigor report`).
 //   - Every file the engine writes into a state directory is accounted for by a
 //     journal record with its size and sha256 (plan_frozen: plan/; amendment: its
 //     files; step_end: the attempt's files). The rest is manifest.json (derived

@@ -1,5 +1,7 @@
-// Package schemas holds the JSON Schemas of every file rigor writes (journal
-// records, block results, request records, evidence summaries, manifests, trace
-// captures, capture overlaps), embedded so the binary and the tests validate against
-// the same bytes.
+// Package schemas holds the JSON Schemas of the files rigor writes for other tools to
+// read: journal records, block results, request records, report summaries,
+// manifests, trace captures, capture overlaps, client calibrations and bench sweeps.
+// They are embedded so the binary and the tests validate against the same bytes.
+// Other evidence files (a gate's checks, GPU samples, a restore's receipt, frozen
+// values) have no schema of their own.
 package schemas

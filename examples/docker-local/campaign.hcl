@@ -10,7 +10,8 @@
 #   make docker-local-clean   # remove its containers and images
 #
 # make docker-local-context writes the build context (the static rigor binary and
-# the two Dockerfiles) to examples/docker-local/context/, this file's default
+# the Dockerfiles of the incumbent, the candidate and the load agent) to
+# examples/docker-local/context/, this file's default
 # var.context; any other directory goes with --var context=DIR.
 #
 # Everything it creates is named "${var.prefix}-…" and labelled with var.labels:

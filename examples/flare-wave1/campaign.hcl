@@ -43,7 +43,7 @@ variable "block_seconds" {
 variable "trace_window" {
   type        = string
   default     = "100ms"
-  description = "Scheduler and Nsight capture window: 1s on real hosts (seed 001); at time_scale 0.02, 100 ms of wall clock covers 5 s of modelled serving, more than the trace buffer holds in 1 s."
+  description = "Scheduler and Nsight capture window: 1s on real hosts (seed 001); at time_scale 0.02, 100 ms of wall clock covers 5 s of modelled serving."
 }
 
 variable "api_key" {

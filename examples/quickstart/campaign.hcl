@@ -1,8 +1,8 @@
 # Quickstart: an incumbent and a candidate profile of the built-in simulator,
 # compared the way seed 001 compares real stacks. No Docker, no GPU.
 #
-#   make quickstart     # builds cmd/rigor/bin/rigor, then:
-#   cmd/rigor/bin/rigor plan apply examples/quickstart/campaign.hcl --state examples/quickstart/runs/q1
+#   make quickstart     # builds cmd/rigor/bin/rigor, then, with a new state each time:
+#   cmd/rigor/bin/rigor plan apply examples/quickstart/campaign.hcl --state examples/quickstart/runs/<date-time>
 
 campaign "quickstart" {
   description = "Incumbent vs candidate on the simulator: pilot, frozen counts, ABBA at C1 and C4, restore."

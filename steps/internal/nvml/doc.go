@@ -6,7 +6,7 @@
 //
 // Invariants:
 //   - It observes and never sets: no function here changes a limit, a clock or a mode.
-//   - Without an NVIDIA driver, NVML's Init returns ERROR_LIBRARY_NOT_FOUND; Snapshot
+//   - Without an NVIDIA driver, NVML's Init returns ERROR_LIBRARY_NOT_FOUND; Read
 //     then returns ErrUnavailable wrapped in one sentence that names gpus = "sim" as the
 //     alternative. Init is bounded by InitTimeout, so a wedged driver cannot hang a
 //     campaign.
