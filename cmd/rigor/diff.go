@@ -32,6 +32,9 @@ func newDiffCmd(g *globals) *cobra.Command {
 			if reason != "" && !record {
 				return &exitError{code: 2, msg: "--reason is the reason of an amendment being recorded: use it with --record"}
 			}
+			if detailed && record {
+				return &exitError{code: 2, msg: "--detailed-exitcode says whether the file differs; --record records the difference: use one or the other"}
+			}
 			if postHoc && !record {
 				return &exitError{code: 2, msg: "--post-hoc labels an amendment as it is recorded: use it with --record --reason \"...\""}
 			}

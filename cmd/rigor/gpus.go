@@ -34,6 +34,11 @@ func newGPUsCmd(g *globals) *cobra.Command {
 			if (a.kind == "dcgm") != (a.dcgm != "") {
 				return &exitError{code: 2, msg: "--dcgm-endpoint goes with --host-kind dcgm, and --host-kind dcgm needs it"}
 			}
+			for _, name := range []string{"sim-gpus", "sim-power-limit-watts"} {
+				if a.kind != "sim" && cmd.Flags().Changed(name) {
+					return &exitError{code: 2, msg: fmt.Sprintf("--%s goes with --host-kind sim", name)}
+				}
+			}
 			devs, err := steps.ReadGPUs(steps.GPUQuery{Kind: a.kind, DCGMEndpoint: a.dcgm, SimDevices: a.simGPUs, SimLimitW: a.simLimitW,
 				SimNames: &steps.SimNames{Devices: "--sim-gpus", PowerLimitW: "--sim-power-limit-watts"}})
 			if err != nil {
