@@ -152,5 +152,17 @@ func CheckState(stateDir string) error {
 	return nil
 }
 
+// CheckCampaignState is CheckState, and also says when the directory holds another
+// campaign than the one named.
+func CheckCampaignState(stateDir, campaign string) error {
+	if err := CheckState(stateDir); err != nil {
+		return err
+	}
+	if name := frozenCampaignName(stateDir); name != "" && name != campaign {
+		return fmt.Errorf("%w: %s holds campaign %q, and this file is campaign %q", ErrOtherCampaign, stateDir, name, campaign)
+	}
+	return nil
+}
+
 // ErrOtherCampaign is returned when a state directory belongs to another campaign.
 var ErrOtherCampaign = errors.New("state directory belongs to another campaign")

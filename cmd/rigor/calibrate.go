@@ -43,6 +43,10 @@ Every run is remembered in rigor/calibration.json under the user cache directory
 errors in each result.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Validate fills defaults first, so a zero would silently become one.
+			if o.TPOT <= 0 {
+				return &exitError{code: 2, msg: fmt.Sprintf("--tpot %s: want a time per output token above 0", o.TPOT)}
+			}
 			if err := o.Validate(); err != nil {
 				return &exitError{code: 2, msg: flagNames(err.Error())}
 			}

@@ -26,14 +26,14 @@ func newShowCmd(g *globals) *cobra.Command {
 			if asJSON && state != "" {
 				return &exitError{code: 2, msg: "--json prints the canonical plan alone; --state adds the pilot's power to the text form: use one or the other"}
 			}
-			if state != "" {
-				if err := engine.CheckState(state); err != nil {
-					return &exitError{code: 1, msg: err.Error()}
-				}
-			}
 			p, err := a.load(g, args[0])
 			if err != nil {
 				return err
+			}
+			if state != "" {
+				if err := engine.CheckCampaignState(state, p.Campaign.Name); err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
 			}
 			if asJSON {
 				b, err := p.CanonicalJSON()

@@ -59,6 +59,9 @@ setting come from the container's directory, and the other flags must not be set
 			if o.AllocateMB < 0 || o.AllocateAfter < 0 {
 				return &exitError{code: 2, msg: "--allocate-mb and --allocate-after must not be negative"}
 			}
+			if cmd.Flags().Changed("allocate-after") && o.AllocateMB == 0 {
+				return &exitError{code: 2, msg: "--allocate-after delays --allocate-mb: set both"}
+			}
 			url, stop, err := steps.ServeSimulator(o)
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
