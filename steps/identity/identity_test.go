@@ -59,3 +59,36 @@ func TestIdentityOnSim(t *testing.T) {
 		})
 	}
 }
+
+// What the package documents beyond a mismatch: a container that is not running is
+// an identity failure, and a protected file that cannot be read is "config".
+func TestIdentityStoppedContainerAndUnreadableProtectedFile(t *testing.T) {
+	h := simtest.Host(t, "identity-more")
+	if _, err := h.Create(sim.ContainerSpec{Name: "inc", Image: "sim:incumbent", Listen: "127.0.0.1:0", Config: sim.Config{TimeScale: 0.01}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start("inc"); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := h.Inspect("inc")
+	run := func(protected cty.Value) engine.Result {
+		tv := cty.ObjectVal(map[string]cty.Value{
+			"name": cty.StringVal("incumbent"), "container": cty.StringVal("inc"),
+			"host":  cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(h.Name()), "runtime": cty.StringVal("sim"), "sim_dir": cty.StringVal(h.Dir())}),
+			"image": cty.StringVal("sim:incumbent"), "endpoint": cty.StringVal(info.Endpoint), "protected_files": protected,
+		})
+		cfg := cty.ObjectVal(map[string]cty.Value{"target": tv, "image": cty.NullVal(cty.String), "container_id": cty.NullVal(cty.String), "incarnation": cty.NullVal(cty.String)})
+		return Step{}.Run(context.Background(), &engine.StepContext{Config: cfg, Dir: t.TempDir(), BaseDir: t.TempDir(), Log: zerolog.Nop()})
+	}
+	res := run(cty.ListVal([]cty.Value{cty.StringVal("no-such-discovery.json")}))
+	if res.Class != engine.ClassConfig || !strings.Contains(res.Message, "no-such-discovery.json") {
+		t.Errorf("unreadable protected file: %s (%s) %q; want config naming the file", res.Status, res.Class, res.Message)
+	}
+	if err := h.Stop("inc"); err != nil {
+		t.Fatal(err)
+	}
+	res = run(cty.ListValEmpty(cty.String))
+	if res.Class != engine.ClassIdentity || !strings.Contains(res.Message, "status is exited, expected running") {
+		t.Errorf("stopped container: %s (%s) %q; want identity: status is exited, expected running", res.Status, res.Class, res.Message)
+	}
+}
