@@ -208,8 +208,8 @@ step "block" "pilot" {
 
 # 3. Counts targeting block_seconds, rounded up to a multiple of the concurrency,
 # at most 256, frozen before any Flare traffic. On the simulator they come out within
-# 10 % of the seed's C1 = 52 and C4 = 160 at any time scale
-# (cmd/rigor/testdata/script/wave1_pilot.txtar runs this pilot at two).
+# 10 % of the seed's C1 = 52 and C4 = 160 at the time scales tested
+# (cmd/rigor/testdata/script/wave1_pilot.txtar runs this pilot at 0.4 and 0.2).
 step "freeze" "counts" {
   values = {
     for k, b in step.block.pilot :
@@ -379,10 +379,11 @@ step "deploy" "flare_extended" {
 # first primes the entire per-concurrency corpus once (seeds 4342/4642), then runs
 # three repetitions on the same corpus with deterministic request IDs per repetition;
 # every arm resets its target's prefix cache before the first block of each cell. On
-# the simulator the C1 repetitions find their corpus cached; the C4 corpus (160 prompts
-# of about 7.7K tokens) outgrows the 998,210-token prefix cache, so its repetitions find
-# it evicted and result.json records the contradiction (seed 001: "a primed corpus is
-# not necessarily resident").
+# the simulator, with the counts this pilot freezes at the default block_seconds, the
+# C1 repetitions find their corpus cached; the C4 corpus (160 prompts of about 7.7K
+# tokens) outgrows the 998,210-token prefix cache, so its repetitions find it evicted
+# and result.json records the contradiction (seed 001: "a primed corpus is not
+# necessarily resident"). With smaller counts (a smaller block_seconds) it fits.
 matrix "primary" {
   workload    = workload.capacity
   corpus_seed = { c1 = 4342, c4 = 4642 }
