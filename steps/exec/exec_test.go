@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rigor-bench/rigor/engine"
@@ -21,7 +22,8 @@ const helperEnv = "RIGOR_EXEC_HELPER"
 
 // TestMain turns the test binary into the child of these tests when helperEnv is
 // set: it prints the names of its environment as JSON, then the API key it was
-// given on stdout and stderr, and exits with EXIT_CODE.
+// given on stdout and stderr, sleeps SLEEP_MS milliseconds and exits with
+// EXIT_CODE.
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "1" {
 		os.Exit(m.Run())
@@ -36,6 +38,11 @@ func TestMain(m *testing.M) {
 	fmt.Printf("%s\n", b)
 	fmt.Printf("key=%s\n", os.Getenv("API_KEY"))
 	fmt.Fprintf(os.Stderr, "auth failed for %s\n", os.Getenv("API_KEY"))
+	if ms := os.Getenv("SLEEP_MS"); ms != "" {
+		var n int
+		_, _ = fmt.Sscan(ms, &n)
+		time.Sleep(time.Duration(n) * time.Millisecond)
+	}
 	code := 0
 	_, _ = fmt.Sscan(os.Getenv("EXIT_CODE"), &code)
 	os.Exit(code)
@@ -119,4 +126,53 @@ func TestNullEnvEntryIsConfig(t *testing.T) {
 	if res.Class != engine.ClassConfig || !strings.Contains(res.Message, "env API_KEY has no value") {
 		t.Fatalf("%s (%s): %s", res.Status, res.Class, res.Message)
 	}
+}
+
+// TestBoundIsTimeoutInterruptIsNot runs a child that outlives its context twice:
+// killed at the step's hard bound (a deadline) it is a timeout failure; cancelled
+// by an interrupt it is no failure class at all, so the engine records the step
+// as interrupted rather than blaming the command.
+func TestBoundIsTimeoutInterruptIsNot(t *testing.T) {
+	env := map[string]string{helperEnv: "1", "SLEEP_MS": "20000"}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res := Step{}.Run(ctx, stepContext(t, env))
+	if res.Status != engine.StatusFailed || res.Class != engine.ClassTimeout || !strings.Contains(res.Message, "did not finish within the step's hard bound") {
+		t.Errorf("at the bound: %s (%s): %s; want a timeout failure", res.Status, res.Class, res.Message)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the child was not killed at its bound: the step took %v", took)
+	}
+
+	// A process that left the command's group keeps its stdout open: the kill
+	// does not end it, so Run returns only once the grace for collecting output
+	// is over, at the bound itself, when the step's own context has expired too.
+	// That is still the bound, not an interrupt.
+	sc := stepContext(t, map[string]string{"LANE": "1"})
+	sc.Config = withCommand(sc.Config, "sh", "-c", "setsid sleep 3 & sleep 20")
+	ctx, cancel = context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	res = Step{}.Run(ctx, sc)
+	if ctx.Err() == nil || res.Class != engine.ClassTimeout {
+		t.Errorf("at the bound, output held past it: %s (%s): %s (context: %v); want a timeout failure", res.Status, res.Class, res.Message, ctx.Err())
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	res = Step{}.Run(ctx, stepContext(t, env))
+	if res.Status != engine.StatusFailed || res.Class != "" || !strings.Contains(res.Message, "stopped: context canceled") {
+		t.Errorf("interrupted: %s (%q): %s; want no failure class", res.Status, res.Class, res.Message)
+	}
+}
+
+// withCommand is cfg with its command replaced by argv.
+func withCommand(cfg cty.Value, argv ...string) cty.Value {
+	m := cfg.AsValueMap()
+	var list []cty.Value
+	for _, a := range argv {
+		list = append(list, cty.StringVal(a))
+	}
+	m["command"] = cty.ListVal(list)
+	return cty.ObjectVal(m)
 }
