@@ -26,22 +26,29 @@ func initOnce() error {
 	if initOK || initErr != nil {
 		return initErr
 	}
+	initErr = initWithin(gonvml.Init, InitTimeout)
+	initOK = initErr == nil
+	return initErr
+}
+
+// initWithin runs init, giving up after timeout: a wedged driver leaves one stuck
+// thread behind, never a stuck campaign.
+func initWithin(init func() gonvml.Return, timeout time.Duration) error {
 	done := make(chan gonvml.Return, 1)
-	go func() { done <- gonvml.Init() }()
+	go func() { done <- init() }()
 	select {
 	case ret := <-done:
 		switch ret {
 		case gonvml.SUCCESS:
-			initOK = true
+			return nil
 		case gonvml.ERROR_LIBRARY_NOT_FOUND:
-			initErr = fmt.Errorf("%w: no NVIDIA driver library (libnvidia-ml.so.1) is installed on this machine (ERROR_LIBRARY_NOT_FOUND), so set gpus = \"sim\" on the host to use simulated GPUs instead", ErrUnavailable)
+			return fmt.Errorf("%w: no NVIDIA driver library (libnvidia-ml.so.1) is installed on this machine (ERROR_LIBRARY_NOT_FOUND), so set gpus = \"sim\" on the host to use simulated GPUs instead", ErrUnavailable)
 		default:
-			initErr = fmt.Errorf("%w: NVML could not initialise (%s), so fix the NVIDIA driver on this machine or set gpus = \"sim\" on the host to use simulated GPUs instead", ErrUnavailable, ret.String())
+			return fmt.Errorf("%w: NVML could not initialise (%s), so fix the NVIDIA driver on this machine or set gpus = \"sim\" on the host to use simulated GPUs instead", ErrUnavailable, ret.String())
 		}
-	case <-time.After(InitTimeout):
-		initErr = fmt.Errorf("%w: NVML did not initialise within %s (the NVIDIA driver is not answering), so fix the driver on this machine or set gpus = \"sim\" on the host to use simulated GPUs instead", ErrUnavailable, InitTimeout)
+	case <-time.After(timeout):
+		return fmt.Errorf("%w: NVML did not initialise within %s (the NVIDIA driver is not answering), so fix the driver on this machine or set gpus = \"sim\" on the host to use simulated GPUs instead", ErrUnavailable, timeout)
 	}
-	return initErr
 }
 
 // Read returns every device's identity and telemetry.
