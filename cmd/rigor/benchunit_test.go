@@ -171,3 +171,82 @@ func TestRecentCalibration(t *testing.T) {
 		t.Errorf("other host: %v %q", c, note)
 	}
 }
+
+// TestBenchSendsWhatItsFlagsSay: the sampling flags reach the request body, the key
+// named by --api-key-env reaches the Authorization header, --corpus and
+// --prefixes choose the prompts (the workload digest is that corpus's), and
+// --request-timeout ends a request the server holds too long as a timeout.
+func TestBenchSendsWhatItsFlagsSay(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	const key = "sk-bench-flags-0123"
+	t.Setenv("BENCH_FLAGS_KEY", key)
+	var mu sync.Mutex
+	var bodies []map[string]any
+	var auths []string
+	hold := make(chan struct{})
+	defer close(hold)
+	var slow bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		bodies, auths = append(bodies, body), append(auths, r.Header.Get("Authorization"))
+		s := slow
+		mu.Unlock()
+		if s {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}`+"\n\n"+
+			`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`+"\n\n"+"data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--endpoint", srv.URL, "--model", "m", "--requests", "2", "--max-tokens", "8",
+		"--temperature", "0.7", "--top-p", "0.9", "--seed", "42", "--api-key-env", "BENCH_FLAGS_KEY",
+		"--corpus", "synthetic-repeated-code", "--prefixes", "repeated", "--nominal-context", "512", "--out", dir}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests reached the server, want 2", len(bodies))
+	}
+	for i, b := range bodies {
+		if b["temperature"] != 0.7 || b["top_p"] != 0.9 || b["seed"] != 42.0 || b["max_tokens"] != 8.0 {
+			t.Errorf("request %d: temperature %v, top_p %v, seed %v, max_tokens %v; want 0.7, 0.9, 42, 8", i, b["temperature"], b["top_p"], b["seed"], b["max_tokens"])
+		}
+		if auths[i] != "Bearer "+key {
+			t.Errorf("request %d: Authorization %q, want the key --api-key-env names", i, auths[i])
+		}
+	}
+	var res benchResult
+	if err := json.Unmarshal(must(os.ReadFile(filepath.Join(dir, "result.json"))), &res); err != nil {
+		t.Fatal(err)
+	}
+	cfg := steps.LoadConfig{Concurrency: 1, Workload: steps.LoadWorkload{Corpus: "synthetic-repeated-code", CorpusSeed: 4342, NominalContext: 512, Prefixes: "repeated"}}
+	if want, err := steps.LoadDigest(steps.LoadCorpusSource{ID: cfg.CorpusID()}, 2); err != nil || res.Bench.Workload.SHA256 != want {
+		t.Errorf("workload sha256 %s, want the repeated-code corpus with repeated prefixes %s (%v)", res.Bench.Workload.SHA256, want, err)
+	}
+
+	mu.Lock()
+	slow = true
+	mu.Unlock()
+	stdout.Reset()
+	start := time.Now()
+	code = run([]string{"bench", "--endpoint", srv.URL, "--model", "m", "--requests", "1", "--max-tokens", "8",
+		"--request-timeout", "300ms", "--json", "--out", t.TempDir()}, &stdout, &stderr)
+	var js struct {
+		Outcomes map[string]int `json:"outcomes"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &js); err != nil || js.Outcomes["timeout"] != 1 {
+		t.Errorf("exit %d, outcomes %v (%v); want the held request ended as a timeout", code, js.Outcomes, err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a request held by the server took the bench %s with --request-timeout 300ms", took)
+	}
+}
