@@ -68,7 +68,7 @@ type benchArgs struct {
 func newBenchCmd(g *globals) *cobra.Command {
 	var a benchArgs
 	cmd := &cobra.Command{
-		Use:   "bench --endpoint URL --model M --requests K --max-tokens T --out DIR [--concurrency N[,N...] | --rate R[,R...]]",
+		Use:   "bench --endpoint URL --model M --requests K --max-tokens T --out DIR [--concurrency N[,N...] | --concurrency N --rate R[,R...]]",
 		Short: "Benchmark any OpenAI-compatible endpoint, without a campaign",
 		Long: `Sends streaming requests through the same client as the block step, at a fixed
 concurrency (closed loop) or request rate (open loop), and writes requests.jsonl and

@@ -26,7 +26,7 @@ func newCalibrateCmd(g *globals) *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate --concurrency N --tokens M [--requests K]",
+		Use:   "calibrate [--concurrency N] [--tokens M] [--requests K] [--agents tcp://HOST:PORT,...]",
 		Short: "Measure the client's own timing error against an exact-schedule simulator",
 		Long: `Runs the block step's client against the built-in simulator on loopback, streaming
 exactly --tokens tokens per request at a fixed --tpot, and compares the client's TTFT

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestREADMECommandsExist: every command and flag the README's CLI reference names
+// is one rigor has, so the reference cannot promise a flag that is not there.
+func TestREADMECommandsExist(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ref, ok := strings.Cut(string(b), "## CLI reference\n\n```\n")
+	ref, _, _ = strings.Cut(ref, "```")
+	if !ok || ref == "" {
+		t.Fatal("README has no CLI reference block")
+	}
+	root := newRoot(&globals{stdout: io.Discard, stderr: io.Discard})
+	flag := regexp.MustCompile(`--[a-z][a-z0-9-]*`)
+	rows := 0
+	var path []string
+	for _, line := range strings.Split(ref, "\n") {
+		var usage string
+		switch {
+		case strings.HasPrefix(line, "rigor "):
+			// The usage runs up to the description, two or more spaces on.
+			usage, _, _ = strings.Cut(line, "   ")
+			words := strings.Fields(usage)[1:]
+			path = nil
+			for _, w := range words {
+				if !regexp.MustCompile(`^[a-z]+$`).MatchString(w) {
+					break
+				}
+				path = append(path, w)
+			}
+			rows++
+		case strings.HasPrefix(strings.TrimSpace(line), "[--") && path != nil:
+			// A usage continued on the next line, before the description column.
+			usage = strings.TrimSpace(line[:min(len(line), 55)])
+		default:
+			continue
+		}
+		cmd, rest, err := root.Find(path)
+		if err != nil || len(rest) > 0 || cmd == root {
+			t.Errorf("README names `rigor %s`, which is no command (%v)", strings.Join(path, " "), err)
+			continue
+		}
+		for _, f := range flag.FindAllString(usage, -1) {
+			if cmd.Flags().Lookup(f[2:]) == nil && cmd.InheritedFlags().Lookup(f[2:]) == nil {
+				t.Errorf("README: `rigor %s` has no flag %s", strings.Join(path, " "), f)
+			}
+		}
+	}
+	if rows < 15 {
+		t.Errorf("read %d command rows from the README's CLI reference; the parse is broken", rows)
+	}
+}
