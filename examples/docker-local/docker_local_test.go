@@ -459,7 +459,8 @@ func TestBadInputNamesTheObject(t *testing.T) {
 	}
 	defer squat.Close()
 	taken := squat.Addr().(*net.TCPAddr).Port
-	_, out := r.apply(ctx, "testdata/bad.hcl", fmt.Sprintf("port=%d", freePort(t)), fmt.Sprintf("taken_port=%d", taken))
+	_, out := r.apply(ctx, "testdata/bad.hcl", fmt.Sprintf("port=%d", freePort(t)), fmt.Sprintf("taken_port=%d", taken),
+		fmt.Sprintf("exit_port=%d", freePort(t)), fmt.Sprintf("oom_port=%d", freePort(t)))
 	recs := r.journal()
 	if d := end(t, recs, "deploy.running"); d.Status != engine.StatusSucceeded {
 		t.Fatalf("deploy.running: %s (%s) %s\n%s", d.Status, d.Class, d.Message, out)
@@ -475,6 +476,9 @@ func TestBadInputNamesTheObject(t *testing.T) {
 			fmt.Sprintf("target squatter cannot serve on 127.0.0.1:%d: port %d is in use by another process. Its ports list takes the port from var.taken_port (", taken, taken),
 			fmt.Sprintf("bad.hcl:51): free port %d, or choose a free one with --var taken_port=PORT (or RIGOR_VAR_taken_port=PORT)", taken),
 			fmt.Sprintf("port 127.0.0.1:%d is already taken", taken), r.prefix + "-squatter"}},
+		// Health is not waited for to its timeout once the container has stopped.
+		"deploy.exits":     {engine.ClassHealth, []string{"target exits: container " + r.prefix + "-exits (", ") exited with code 2"}},
+		"deploy.oom_early": {engine.ClassOOM, []string{"target oom_early: container " + r.prefix + "-oom-early (", ") was OOM-killed"}},
 	}
 	for addr, tc := range cases {
 		t.Run(addr, func(t *testing.T) {

@@ -53,6 +53,35 @@ target "squatter" {
   labels    = var.labels
 }
 
+# Two containers that stop while rigor waits for their health (a path the
+# simulator never answers): one exits on a flag it does not know, one allocates
+# 128 MiB a second after start under a 32 MiB limit and is OOM-killed.
+variable "exit_port" { type = number }
+variable "oom_port" { type = number }
+
+target "exits" {
+  host        = host.local
+  container   = "${var.prefix}-exits"
+  image       = step.build.sim.image_id
+  command     = ["--no-such-flag"]
+  ports       = ["127.0.0.1:${var.exit_port}:8000"]
+  endpoint    = "http://127.0.0.1:${var.exit_port}"
+  health_path = "/never"
+  labels      = var.labels
+}
+
+target "oom_early" {
+  host        = host.local
+  container   = "${var.prefix}-oom-early"
+  image       = step.build.sim.image_id
+  command     = ["--time-scale", "0.5", "--allocate-mb", "128", "--allocate-after", "1s"]
+  ports       = ["127.0.0.1:${var.oom_port}:8000"]
+  endpoint    = "http://127.0.0.1:${var.oom_port}"
+  health_path = "/never"
+  memory      = "32MiB"
+  labels      = var.labels
+}
+
 step "deploy" "running" {
   target     = target.running
   timeout    = "1m"
@@ -77,4 +106,18 @@ step "deploy" "port_taken" {
   timeout    = "30s"
   on_failure = "continue"
   depends_on = [step.identity.missing]
+}
+
+step "deploy" "exits" {
+  target     = target.exits
+  timeout    = "1m"
+  on_failure = "continue"
+  depends_on = [step.deploy.port_taken]
+}
+
+step "deploy" "oom_early" {
+  target     = target.oom_early
+  timeout    = "1m"
+  on_failure = "continue"
+  depends_on = [step.deploy.exits]
 }
