@@ -128,6 +128,7 @@ type targetFacts struct {
 // the model its requests named and what served it (a simulator profile and its
 // time scale, or an image).
 func (r *Report) comparedTable() *table {
+	_, observed, _ := r.targetImages()
 	var order []string
 	facts := map[string]*targetFacts{}
 	for _, b := range r.ev.blocks {
@@ -137,7 +138,7 @@ func (r *Report) comparedTable() *table {
 		name := text(b.Target["name"])
 		f := facts[name]
 		if f == nil {
-			f = &targetFacts{name: name, serving: servingText(b.Target)}
+			f = &targetFacts{name: name, serving: servingText(b.Target, observed[name])}
 			facts[name] = f
 			order = append(order, name)
 		}
@@ -184,7 +185,9 @@ func (r *Report) targetConfig(name string) map[string]any {
 
 // servingText says what served a target: the simulator's profile and time scale
 // (a simulated target's timings are the profile's times the scale), or the image.
-func servingText(tg map[string]any) string {
+// An image the plan knew only after a step (a build's output) is the one its
+// deploy and restore steps observed.
+func servingText(tg map[string]any, observed []string) string {
 	runtime := text(tg["runtime"])
 	if h, ok := tg["host"].(map[string]any); ok && runtime == "" {
 		runtime = text(h["runtime"])
@@ -201,7 +204,12 @@ func servingText(tg map[string]any) string {
 		}
 		return s
 	}
-	if img == "" {
+	switch {
+	case strings.HasPrefix(img, "(known after ") && len(observed) > 0:
+		img = strings.Join(observed, ", ")
+	case strings.HasPrefix(img, "(known after "):
+		img = "not observed " + img
+	case img == "":
 		img = "(no image declared)"
 	}
 	return fmt.Sprintf("image %s on the %s runtime", img, orText(runtime, "docker"))

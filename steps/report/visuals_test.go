@@ -564,3 +564,41 @@ func TestTokS(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstScreenNamesTheImageServed: a target whose image the plan knew only
+// after a step (a build's output) is named on the first screen by the image its
+// deploy observed, never by the plan's placeholder; a declared image is named as
+// declared.
+func TestFirstScreenNamesTheImageServed(t *testing.T) {
+	r := build(t, "verdict-faster")
+	_, observed, _ := r.targetImages()
+	if len(observed["candidate"]) == 0 {
+		t.Fatal("the state's deploy of the candidate recorded no image_id")
+	}
+	for _, b := range r.ev.blocks {
+		if text(b.Target["name"]) == "candidate" {
+			b.Target["image"] = "(known after step.build.candidate)"
+			b.Target["runtime"] = "docker"
+		}
+	}
+	first := firstScreenMD(string(r.document(nil).markdown()))
+	want := "| image " + strings.Join(observed["candidate"], ", ") + " on the docker runtime |"
+	if !strings.Contains(first, want) || strings.Contains(first, "known after") {
+		t.Errorf("first screen lacks %q, or shows the placeholder:\n%s", want, first)
+	}
+
+	for _, tc := range []struct {
+		tg       map[string]any
+		observed []string
+		want     string
+	}{
+		{map[string]any{"runtime": "docker", "image": "vllm/vllm-openai:v0.6.3"}, nil, "image vllm/vllm-openai:v0.6.3 on the docker runtime"},
+		{map[string]any{"host": map[string]any{"runtime": "kubernetes"}, "image": "(known after step.build.x)"}, nil, "image not observed (known after step.build.x) on the kubernetes runtime"},
+		{map[string]any{"runtime": "docker"}, nil, "image (no image declared) on the docker runtime"},
+		{map[string]any{"runtime": "sim", "profile": "flare", "time_scale": 0.5}, nil, "rigor's simulator, profile flare, time scale 0.5 (the profile's timings × 0.5: 2× faster than real time)"},
+	} {
+		if got := servingText(tc.tg, tc.observed); got != tc.want {
+			t.Errorf("servingText(%v) = %q, want %q", tc.tg, got, tc.want)
+		}
+	}
+}
