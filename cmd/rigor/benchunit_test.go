@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -248,5 +250,32 @@ func TestBenchSendsWhatItsFlagsSay(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("a request held by the server took the bench %s with --request-timeout 300ms", took)
+	}
+}
+
+// TestFailedWarmupIsNoFailure: warm-up requests that fail leave the exit status
+// to the measured ones (README's exit code 7: "warm-up requests aside"); the
+// warm-up line says how many were ok.
+func TestFailedWarmupIsNoFailure(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if strings.HasPrefix(r.Header.Get("X-Request-Id"), "bench-warmup/") {
+			http.Error(w, `{"error":{"message":"warming up"}}`, http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}`+"\n\n"+
+			`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`+"\n\n"+"data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--endpoint", srv.URL, "--model", "m", "--requests", "3", "--max-tokens", "4", "--warmup-requests", "2",
+		"--out", t.TempDir()}, &stdout, &stderr)
+	if code != 0 {
+		t.Errorf("exit %d with failed warm-ups and measured requests all ok; want 0\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "warm-up: 2 requests (0 ok)") || !regexp.MustCompile(`ok +3\n`).MatchString(stdout.String()) {
+		t.Errorf("stdout:\n%s", stdout.String())
 	}
 }
