@@ -57,7 +57,13 @@ func pilotGate(view progressView, p *plans.Plan, state string, hold bool) func(*
 			}
 			l.Info().Msg(line)
 		}
-		if hold && !est.Resolvable && !est.CandidateStarted && est.RuleLockedBy == "" {
+		switch {
+		case !hold || est.Resolvable:
+		case est.RuleLockedBy != "":
+			l.Warn().Msg("--hold-unresolvable does not hold: " + est.RuleLockedBy + " has started, so amending the rule now is post-hoc; the campaign runs the rule as declared")
+		case est.CandidateStarted:
+			l.Warn().Msg("--hold-unresolvable does not hold: candidate traffic has started (a block of the candidate arm ran in an earlier apply); the campaign runs the rule as declared")
+		default:
 			return est.Flag + "; --hold-unresolvable holds the campaign here, before any candidate traffic: amend the rule and apply again, or apply without --hold-unresolvable to run it as declared"
 		}
 		return ""
