@@ -431,3 +431,40 @@ step "probe" "trace" {
 		}
 	}
 }
+
+// on_failure on a matrix overrides its blocks' defaults end to end: "stop" makes an
+// arm's health failure stop the campaign (the later arm never runs); "stop_arm"
+// makes a gate failure, which would stop the campaign, stop only its arm.
+func TestOnFailureStopAndStopArm(t *testing.T) {
+	for _, tc := range []struct {
+		name, fail, onFailure string
+		wantC                 engine.Status
+		wantEnd               string
+	}{
+		{"stop", "health", "stop", engine.StatusBlocked, engine.EndHeld},
+		{"stop_arm", "gate", "stop_arm", engine.StatusSucceeded, engine.EndCompleted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := armHarness(t)
+			src := strings.Replace(armPlan, `fail = "health"`, `fail = "`+tc.fail+`"`, 1)
+			src = strings.Replace(src, `  uses        = ["gpu"]`, `  uses        = ["gpu"]`+"\n"+`  on_failure  = "`+tc.onFailure+`"`, 1)
+			sum, err := h.apply(context.Background(), h.load(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := h.finals()
+			if r := f[`block.m["b/c1/r1"]`]; r.Status != engine.StatusFailed || string(r.Class) != tc.fail {
+				t.Fatalf("b/c1/r1: %s (%s), want a %s failure", r.Status, r.Class, tc.fail)
+			}
+			if r := f[`block.m["b/c1/r2"]`]; r.Status != engine.StatusBlocked {
+				t.Errorf("b/c1/r2: %s, want blocked", r.Status)
+			}
+			if r := f[`block.m["c/c1/r1"]`]; r.Status != tc.wantC {
+				t.Errorf("c/c1/r1 (the next arm): %s, want %s", r.Status, tc.wantC)
+			}
+			if sum.Status != tc.wantEnd || f["probe.restore"].Status != engine.StatusSucceeded {
+				t.Errorf("campaign %s (%s), restore %s; want %s, restored", sum.Status, sum.Reason, f["probe.restore"].Status, tc.wantEnd)
+			}
+		})
+	}
+}

@@ -41,3 +41,43 @@ func TestFailureClassesListsEveryClass(t *testing.T) {
 		t.Errorf("FailureClasses() = %v\nfailure.go declares %v", listed, declared)
 	}
 }
+
+// TestDefaultPolicyAndOverrides: a request-level failure is recorded; the eight
+// operational classes stop a matrix arm when they fail one of its blocks; every
+// other failure stops the campaign; on_failure overrides any class.
+func TestDefaultPolicyAndOverrides(t *testing.T) {
+	operationalClasses := []string{"identity", "restart", "oom", "health", "missing_terminal_metadata", "undrained", "power_drift", "instrumentation_incomplete"}
+	for _, c := range FailureClasses() {
+		fc := FailureClass(c)
+		inArm, elsewhere := PolicyStopCampaign, PolicyStopCampaign
+		switch {
+		case fc == ClassRecord:
+			inArm, elsewhere = PolicyRecord, PolicyRecord
+		case slices.Contains(operationalClasses, c):
+			inArm = PolicyStopArm
+		}
+		if got := DefaultPolicy(fc, true); got != inArm {
+			t.Errorf("%s in an arm: %s, want %s", c, got, inArm)
+		}
+		if got := DefaultPolicy(fc, false); got != elsewhere {
+			t.Errorf("%s outside an arm: %s, want %s", c, got, elsewhere)
+		}
+		for _, o := range []struct {
+			onFailure    string
+			arm, outside Policy
+		}{
+			{"stop", PolicyStopCampaign, PolicyStopCampaign},
+			{"stop_arm", PolicyStopArm, PolicyStopCampaign},
+			{"hold", PolicyHold, PolicyHold},
+			{"continue", PolicyRecord, PolicyRecord},
+			{"", inArm, elsewhere},
+		} {
+			if got := policyFor(fc, o.onFailure, true); got != o.arm {
+				t.Errorf("%s, on_failure %q, in an arm: %s, want %s", c, o.onFailure, got, o.arm)
+			}
+			if got := policyFor(fc, o.onFailure, false); got != o.outside {
+				t.Errorf("%s, on_failure %q, outside an arm: %s, want %s", c, o.onFailure, got, o.outside)
+			}
+		}
+	}
+}
