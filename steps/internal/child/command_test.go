@@ -61,3 +61,30 @@ func TestCommandEnvironment(t *testing.T) {
 		t.Errorf("child printed %q, want %q", got, "unset yes\n")
 	}
 }
+
+// TestCommandKilledAheadOfItsDeadline: a command that outlives its bound is killed
+// KillGrace before the deadline, or a quarter of the time left when that is less,
+// so Run has returned, output collected, by the deadline.
+func TestCommandKilledAheadOfItsDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		bound, lead time.Duration
+	}{
+		{6 * time.Second, KillGrace},              // four seconds or more: a second ahead
+		{2 * time.Second, 500 * time.Millisecond}, // less: a quarter of the time left
+	} {
+		t.Run(tc.bound.String(), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), tc.bound)
+			defer cancel()
+			deadline, _ := ctx.Deadline()
+			err := Command(ctx, []string{"sleep", "60"}).Run()
+			ahead := time.Until(deadline)
+			if !errors.Is(err, ErrBound) {
+				t.Errorf("err = %v, want ErrBound", err)
+			}
+			if ahead < tc.lead-400*time.Millisecond || ahead > tc.lead+50*time.Millisecond {
+				t.Errorf("Run returned %s before the deadline, want about %s", ahead, tc.lead)
+			}
+		})
+	}
+}
