@@ -110,6 +110,15 @@ func TestMatrixOrder(t *testing.T) {
 	if o := derived.Matrices[0].Ordering; !o.SeedDerived || o.Seed == 0 || !strings.Contains(string(mustJSON(t, derived)), `"seed_derived":true`) {
 		t.Errorf("derived seed: %+v", o)
 	}
+	// The derived seed comes from the matrix name: the same on every load, another
+	// for another name.
+	if again := load(`order = "randomized"`); again.Matrices[0].Ordering.Seed != derived.Matrices[0].Ordering.Seed {
+		t.Errorf("derived seeds differ between loads: %d, %d", derived.Matrices[0].Ordering.Seed, again.Matrices[0].Ordering.Seed)
+	}
+	renamed := mustLoad(t, writeCampaign(t, strings.NewReplacer("ORDER", `order = "randomized"`, `matrix "primary"`, `matrix "secondary"`).Replace(orderCampaign)), plans.Options{})
+	if o := renamed.Matrices[0].Ordering; !o.SeedDerived || o.Seed == derived.Matrices[0].Ordering.Seed {
+		t.Errorf("matrix secondary derives seed %d, primary %d: want another seed for another name", o.Seed, derived.Matrices[0].Ordering.Seed)
+	}
 	// The declared order is unchanged and records nothing.
 	decl := load(``)
 	if strings.Contains(string(mustJSON(t, decl)), `"orders"`) || decl.Matrices[0].Ordering.Swaps != 1 {
