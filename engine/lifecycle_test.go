@@ -744,3 +744,33 @@ step "probe" "restore" { always = true }
 		t.Fatal(err)
 	}
 }
+
+// safeProbe is a probe whose step type says it is safe to run again by nature (as
+// freeze is: it computes and sends nothing measured).
+type safeProbe struct{ *probe }
+
+func (safeProbe) RerunSafe() bool { return true }
+
+// TestCrashInterruptedRerunSafeType: a step whose type is rerun-safe by nature runs
+// again after a crash without declaring rerun_safe, and the campaign completes.
+func TestCrashInterruptedRerunSafeType(t *testing.T) {
+	h := newHarness(t)
+	h.reg["freeze"] = safeProbe{h.probe}
+	src := header + `
+step "freeze" "counts" {}
+step "probe" "after" { depends_on = [step.freeze.counts] }
+step "probe" "restore" { always = true }
+`
+	if _, err := h.apply(context.Background(), h.load(src)); err != nil {
+		t.Fatal(err)
+	}
+	truncateAfter(t, h.state, func(r engine.Record) bool { return r.Kind == engine.KindStepStart && r.Step == "freeze.counts" })
+	sum, err := h.apply(context.Background(), h.load(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	att := attemptsOf(h.records(), "freeze.counts")
+	if len(att) != 2 || att[0].Status != engine.StatusInterrupted || att[1].Status != engine.StatusSucceeded || sum.Status != engine.EndCompleted {
+		t.Fatalf("freeze attempts %+v, campaign %s (%s); want it run again and the campaign completed", att, sum.Status, sum.Reason)
+	}
+}
