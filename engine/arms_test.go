@@ -3,8 +3,10 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +21,8 @@ import (
 // fakeBlock is a step type named "block", so matrices expand into it and captures
 // can run during it: it reports its first request and each completed one through
 // Progress, takes `per_request` for each of `requests`, and fails with the class its
-// target's labels name (fail) for the repetition they name (fail_rep).
+// target's labels name (fail) for the repetition they name (fail_rep), or succeeds
+// with the number of failed requests they name (failed_requests).
 type fakeBlock struct {
 	p *probe
 }
@@ -61,12 +64,16 @@ func (b *fakeBlock) Run(ctx context.Context, sc *engine.StepContext) engine.Resu
 	out := func(failed int) cty.Value {
 		return cty.ObjectVal(map[string]cty.Value{"requests": cty.NumberIntVal(int64(n)), "failed": cty.NumberIntVal(int64(failed))})
 	}
-	if t := cfg.GetAttr("target"); !t.IsNull() && t.Type().IsObjectType() && t.Type().HasAttribute("labels") {
+	if t := cfg.GetAttr("target"); !t.IsNull() && t.Type().IsObjectType() && t.Type().HasAttribute("labels") && t.GetAttr("labels").Type().HasAttribute("fail") {
 		l := t.GetAttr("labels")
 		rep := cfg.GetAttr("repetition")
 		if !rep.IsNull() && rep.AsBigFloat().String() == l.GetAttr("fail_rep").AsString() {
 			return engine.FailedWith(engine.FailureClass(l.GetAttr("fail").AsString()), out(n), "target told to fail with %s", l.GetAttr("fail").AsString())
 		}
+	}
+	failed := 0 // requests the target's labels say fail while the block succeeds
+	if t := cfg.GetAttr("target"); !t.IsNull() && t.Type().IsObjectType() && t.Type().HasAttribute("labels") && t.GetAttr("labels").Type().HasAttribute("failed_requests") {
+		fmt.Sscan(t.GetAttr("labels").GetAttr("failed_requests").AsString(), &failed)
 	}
 	sc.Progress(engine.Progress{Total: n, Sending: true})
 	for i := 1; i <= n; i++ {
@@ -77,7 +84,7 @@ func (b *fakeBlock) Run(ctx context.Context, sc *engine.StepContext) engine.Resu
 		}
 		sc.Progress(engine.Progress{Done: i, Total: n})
 	}
-	return engine.Succeeded(out(0))
+	return engine.Succeeded(out(failed))
 }
 
 func armHarness(t *testing.T) *harness {
@@ -466,5 +473,68 @@ func TestOnFailureStopAndStopArm(t *testing.T) {
 				t.Errorf("campaign %s (%s), restore %s; want %s, restored", sum.Status, sum.Reason, f["probe.restore"].Status, tc.wantEnd)
 			}
 		})
+	}
+}
+
+// TestConditionFields: a condition reads every field the README lists. An arm whose
+// blocks all succeeded but lost a request is settled, not stopped, with no failed
+// block, and not clean; a block's outcome carries its request counts; and a step
+// declared before the matrix waits until what its condition names has settled.
+func TestConditionFields(t *testing.T) {
+	h := armHarness(t)
+	sum, err := h.apply(context.Background(), h.load(header+`
+# Declared first: it waits for arm b to settle.
+step "probe" "early" {
+  condition = (outcome.arm.m.b.settled && !outcome.arm.m.b.stopped && outcome.arm.m.b.reason == "" &&
+    outcome.arm.m.b.failed_blocks == 0 && outcome.arm.m.b.failed_requests == 1 && !outcome.arm.m.b.clean)
+}
+target "a" {
+  endpoint = "http://a"
+}
+target "b" {
+  endpoint = "http://b"
+  labels   = { failed_requests = "1" }
+}
+workload "w" {}
+matrix "m" {
+  workload    = workload.w
+  concurrency = [1]
+  repetitions = 1
+  requests    = 3
+  uses        = ["gpu"]
+  arm "a" {
+    target = target.a
+  }
+  arm "b" {
+    target = target.b
+  }
+}
+step "probe" "fields" {
+  condition = (outcome.block.m["b/c1/r1"].status == "succeeded" && outcome.block.m["b/c1/r1"].class == "" &&
+    outcome.block.m["b/c1/r1"].disposition == "" && outcome.block.m["b/c1/r1"].requests == 3 &&
+    outcome.block.m["b/c1/r1"].failed_requests == 1 && outcome.arm.m.a.clean)
+}
+step "probe" "b_clean" {
+  condition = outcome.arm.m.b.clean
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := h.finals()
+	for _, a := range []string{"probe.early", "probe.fields"} {
+		if f[a].Status != engine.StatusSucceeded {
+			t.Errorf("%s: %s %s; its condition holds", a, f[a].Status, f[a].Message)
+		}
+	}
+	if r := f["probe.b_clean"]; r.Status != engine.StatusSkipped || r.Message != "skipped: condition outcome.arm.m.b.clean is false" {
+		t.Errorf("b_clean: %s %q; an arm that lost a request is not clean", r.Status, r.Message)
+	}
+	ran := h.probe.ran()
+	if i, j := slices.Index(ran, `block.m["b/c1/r1"]`), slices.Index(ran, "probe.early"); i < 0 || j < i {
+		t.Errorf("ran %v: probe.early must wait for arm b's block", ran)
+	}
+	if sum.Status != engine.EndCompleted {
+		t.Errorf("campaign %s (%s)", sum.Status, sum.Reason)
 	}
 }
