@@ -63,20 +63,34 @@ func TestMakeBuildNamesCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(readme, append(b, "\nan uncommitted line\n"...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wbin := t.TempDir()
-	mk = exec.Command("make", "-C", wt, "build", "BIN="+wbin)
-	mk.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -buildvcs=false"))
-	if out, err := mk.CombinedOutput(); err != nil {
-		t.Fatalf("make build in a worktree: %v\n%s", err, out)
-	}
-	got, err = exec.Command(filepath.Join(wbin, "rigor"), "--version").Output()
-	if err != nil {
-		t.Fatalf("rigor --version: %v", err)
-	}
-	if want := "rigor devel (" + string(head[:12]) + ", modified)\n"; string(got) != want {
-		t.Errorf("in a modified worktree, make build's rigor --version printed %q, want %q", got, want)
+	// An untracked file alone marks the build modified, as a changed tracked file does.
+	for _, change := range []struct {
+		what string
+		do   func() error
+	}{
+		{"an untracked file", func() error { return os.WriteFile(filepath.Join(wt, "untracked.txt"), []byte("x\n"), 0o644) }},
+		{"an uncommitted change", func() error {
+			if err := os.Remove(filepath.Join(wt, "untracked.txt")); err != nil {
+				return err
+			}
+			return os.WriteFile(readme, append(b, "\nan uncommitted line\n"...), 0o644)
+		}},
+	} {
+		if err := change.do(); err != nil {
+			t.Fatal(err)
+		}
+		wbin := t.TempDir()
+		mk = exec.Command("make", "-C", wt, "build", "BIN="+wbin)
+		mk.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -buildvcs=false"))
+		if out, err := mk.CombinedOutput(); err != nil {
+			t.Fatalf("make build in a worktree: %v\n%s", err, out)
+		}
+		got, err = exec.Command(filepath.Join(wbin, "rigor"), "--version").Output()
+		if err != nil {
+			t.Fatalf("rigor --version: %v", err)
+		}
+		if want := "rigor devel (" + string(head[:12]) + ", modified)\n"; string(got) != want {
+			t.Errorf("in a worktree with %s, make build's rigor --version printed %q, want %q", change.what, got, want)
+		}
 	}
 }
