@@ -363,6 +363,15 @@ func TestChartTextInsideTheImage(t *testing.T) {
 			if len(sources) != 1 || len(sources[0]) > 120 {
 				t.Errorf("%s/%s: source lines %q", state, name, sources)
 			}
+			var titles []string
+			for _, x := range texts {
+				if x.size == 11 {
+					titles = append(titles, x.s)
+				}
+			}
+			if len(titles) != 1 || len(sources) != 1 || texts[0].s != titles[0] || texts[1].s != sources[0] {
+				t.Errorf("%s/%s: titles %q, first texts %q, %q; want one title, then the source line", state, name, titles, texts[0].s, texts[1].s)
+			}
 			for _, x := range texts {
 				if x.x0 < -0.5 || x.y0 < -0.5 || x.x1 > x.vw+0.5 || x.y1 > x.vh+0.5 {
 					t.Errorf("%s/%s: %q spans x %.1f–%.1f, y %.1f–%.1f outside the %gx%g image", state, name, x.s, x.x0, x.x1, x.y0, x.y1, x.vw, x.vh)
