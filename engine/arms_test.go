@@ -135,6 +135,12 @@ step "probe" "after_arm_stop" {
   condition = outcome.block.m["b/c1/r1"].disposition == "stop_arm" && outcome.block.m["a/c1/r1"].disposition == ""
 }
 
+# Runs because arm b stopped: its failed block and the one its stop blocked both
+# count as failed blocks.
+step "probe" "b_counts" {
+  condition = outcome.arm.m.b.stopped && outcome.arm.m.b.reason != "" && outcome.arm.m.b.failed_blocks == 2
+}
+
 # Runs because the first arm is clean.
 step "probe" "extended_a" {
   condition = outcome.arm.m.a.clean && outcome.block.m["a/c1/r2"].status == "succeeded"
@@ -174,6 +180,9 @@ func TestOperationalFailureStopsTheArm(t *testing.T) {
 	}
 	if f["probe.after_arm_stop"].Status != engine.StatusSucceeded {
 		t.Fatalf("after_arm_stop: %+v; a condition reads what the engine did about a failure", f["probe.after_arm_stop"])
+	}
+	if f["probe.b_counts"].Status != engine.StatusSucceeded {
+		t.Fatalf("b_counts: %+v; a stopped arm counts its blocked block as failed", f["probe.b_counts"])
 	}
 	if f["probe.extended_a"].Status != engine.StatusSucceeded {
 		t.Fatalf("extended_a: %+v", f["probe.extended_a"])
