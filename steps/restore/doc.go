@@ -18,8 +18,8 @@
 // Protected files (the target's protected_files and the step's) are hashed and
 // compared with the digest the engine pinned when each was first seen
 // (engine.PinnedInputs, StepContext.Pinned). A changed or unreadable one fails the
-// restore's verification with class frozen_input_changed, naming the file and both
-// digests, after the incumbent is back. A file with no pin is recorded under
+// restore's verification with class frozen_input_changed, naming the file (and, when
+// it changed, both digests), after the incumbent is back. A file with no pin is recorded under
 // not_compared as "first seen at restore, nothing to compare", never as a check.
 // The step implements engine.Refresher too.
 package restore

@@ -210,6 +210,7 @@ func TestRestoreComparesProtectedFilesWithTheirPins(t *testing.T) {
 	}
 	cases := map[string]struct {
 		edit      bool
+		remove    bool
 		pinned    bool
 		wantClass engine.FailureClass // "" = succeeded
 		wantMsg   []string
@@ -220,6 +221,8 @@ func TestRestoreComparesProtectedFilesWithTheirPins(t *testing.T) {
 		"edited": {edit: true, pinned: true, wantClass: engine.ClassFrozenInputChanged,
 			wantMsg: []string{"fixtures/discovery.json changed (pinned sha256 "}, check: "changed: pinned sha256"},
 		"first seen at restore": {skipped: "first seen at restore, nothing to compare"},
+		"unreadable": {remove: true, pinned: true, wantClass: engine.ClassFrozenInputChanged,
+			wantMsg: []string{"fixtures/discovery.json cannot be read"}, check: "fixtures/discovery.json cannot be read"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -231,6 +234,11 @@ func TestRestoreComparesProtectedFilesWithTheirPins(t *testing.T) {
 			pinnedSum, _ := plans.FileSHA256(filepath.Join(base, "fixtures/discovery.json"))
 			if tc.edit {
 				if err := os.WriteFile(filepath.Join(base, "fixtures/discovery.json"), []byte(`{"models":["edited"]}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.remove {
+				if err := os.Remove(filepath.Join(base, "fixtures/discovery.json")); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -271,7 +279,7 @@ func TestRestoreComparesProtectedFilesWithTheirPins(t *testing.T) {
 			for _, c := range rc.Checks {
 				if c.Name == "protected file" {
 					checks = append(checks, c.Detail)
-					if c.OK != (tc.check != "" && !tc.edit) {
+					if c.OK != (tc.check != "" && !tc.edit && !tc.remove) {
 						t.Errorf("protected-file check ok=%v: %s", c.OK, c.Detail)
 					}
 				}
