@@ -13,9 +13,12 @@
 //     from the journal), signatures/ (which sign the journal's head), the lock, and
 //     report/ (derived by `rigor report`). VerifyState checks all of it and
 //     reports anything else as a stray.
-//   - A failed attempt is never re-run; after a stop-class failure, a deferral, an
-//     interrupt or a hold by the caller's gate (Options.Gate) only always-steps
-//     start, and every other step is recorded blocked or deferred with the reason.
+//   - A failed attempt is never re-run, except an always-step's (restore), which
+//     every later apply runs again, first, as a new attempt. After a stop-class
+//     failure, an interrupt or a hold by the caller's gate (Options.Gate) only
+//     always-steps start, and every other step is recorded blocked with the reason;
+//     a step deferred because its bound does not fit in the outage left holds back
+//     only what depends on it (steps that fit and do not still run).
 //   - One apply per state directory at a time (flock).
 //   - The plan_frozen record and every apply_start record name the rigor build
 //     that wrote them (Options.Rigor, from cmd/rigor's buildVersion), and steps

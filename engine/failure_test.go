@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestFailureClassesListsEveryClass reads failure.go's constants: a class added
@@ -79,5 +80,16 @@ func TestDefaultPolicyAndOverrides(t *testing.T) {
 				t.Errorf("%s, on_failure %q, outside an arm: %s, want %s", c, o.onFailure, got, o.outside)
 			}
 		}
+	}
+}
+
+// TestOutageViewString renders the clock as its doc comment says.
+func TestOutageViewString(t *testing.T) {
+	o := OutageView{Open: true, Elapsed: 12*time.Minute + 3*time.Second + 700*time.Millisecond, Budget: 90 * time.Minute, Reserve: 20 * time.Minute}
+	if got, want := o.String(), "outage 12m3s of 1h30m0s (20m0s reserved, 57m56s available)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if got := (OutageView{}).String(); got != "no outage open" {
+		t.Errorf("closed: %q", got)
 	}
 }

@@ -21,7 +21,8 @@ func (o OutageView) Available() time.Duration {
 	return o.Budget - o.Reserve - o.Elapsed
 }
 
-// String renders the clock as "outage 12m03s of 90m (20m reserved)".
+// String renders the clock as "outage 12m3s of 1h30m0s (20m0s reserved, 57m57s
+// available)", or "no outage open".
 func (o OutageView) String() string {
 	if !o.Open {
 		return "no outage open"

@@ -38,6 +38,9 @@ The connection is neither authenticated nor encrypted, and a block's job carries
 the target's API key: listen on a network the campaign trusts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listen == "" {
+				return &exitError{code: exitUsage, msg: "--listen is required: the HOST:PORT this agent serves on"}
+			}
 			if offsetEnv != "" {
 				var err error
 				if listen, err = offsetListen(listen, offsetEnv, os.Getenv(offsetEnv)); err != nil {
@@ -60,7 +63,6 @@ the target's API key: listen on a network the campaign trusts.`,
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to serve on, HOST:PORT (0.0.0.0:PORT in a container)")
 	cmd.Flags().StringVar(&offsetEnv, "port-offset-env", "", "environment variable whose whole number is added to the --listen port (JOB_COMPLETION_INDEX in an Indexed Job)")
-	_ = cmd.MarkFlagRequired("listen")
 	return cmd
 }
 

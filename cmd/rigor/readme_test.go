@@ -4,8 +4,11 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestREADMECommandsExist: every command and flag the README's CLI reference names
@@ -58,5 +61,38 @@ func TestREADMECommandsExist(t *testing.T) {
 	}
 	if rows < 15 {
 		t.Errorf("read %d command rows from the README's CLI reference; the parse is broken", rows)
+	}
+}
+
+// TestEveryCommandExits2OnABadFlag: cmd/rigor/doc.go's contract, for every
+// command: an unknown flag exits 2 naming it, before anything runs; and a required
+// flag left out exits 2 too.
+func TestEveryCommandExits2OnABadFlag(t *testing.T) {
+	root := newRoot(&globals{stdout: io.Discard, stderr: io.Discard})
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		if c.Runnable() && c != root {
+			paths = append(paths, path)
+		}
+		for _, sub := range c.Commands() {
+			if sub.Name() != "help" && sub.Name() != "completion" {
+				walk(sub, append(slices.Clone(path), sub.Name()))
+			}
+		}
+	}
+	walk(root, nil)
+	if len(paths) < 20 {
+		t.Fatalf("found %d commands; the walk is broken", len(paths))
+	}
+	for _, p := range paths {
+		var stderr strings.Builder
+		if code := run(append(slices.Clone(p), "--no-such-flag"), io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--no-such-flag") {
+			t.Errorf("rigor %s --no-such-flag: exit %d, stderr %q; want 2 naming the flag", strings.Join(p, " "), code, stderr.String())
+		}
+	}
+	var stderr strings.Builder
+	if code := run([]string{"agent"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--listen is required") {
+		t.Errorf("rigor agent without --listen: exit %d, stderr %q; want 2", code, stderr.String())
 	}
 }

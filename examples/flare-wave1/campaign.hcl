@@ -84,8 +84,9 @@ target "flare_control" {
   cache_reset = "/reset_prefix_cache"
 }
 
-# The instrumented build: on real hosts its image comes from step.build; on the
-# simulator it is the flare profile with its scheduler-trace endpoint.
+# The instrumented build: on real hosts its image would come from a build step
+# (image = step.build.NAME.image_id, as examples/docker-local does); here, on the
+# simulator, it is the flare profile with its scheduler-trace endpoint.
 target "flare_instrumented" {
   host        = host.node
   container   = "wave1-flare-instrumented"

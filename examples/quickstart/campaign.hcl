@@ -9,7 +9,7 @@ campaign "quickstart" {
   frozen      = ["fixtures/oracle.txt"]
 
   outage {
-    budget  = "90m" # the incumbent is out of service at most this long
+    budget  = "90m" # no step starts that could not end within it; an overrun is reported
     reserve = "20m" # always kept for restore
   }
 }
