@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,4 +232,47 @@ func TestRescueFileIsJSONLines(t *testing.T) {
 	if n == 0 {
 		t.Fatal("empty rescue file")
 	}
+}
+
+// TestFailedFsyncIsAFailedWrite: a record is on disk only once it is fsynced. A
+// write the kernel took but could not sync (EIO) is an evidence-write failure; the
+// file is cut back to the records that were synced, the record is kept in memory,
+// and it is written with the next append once syncing works again.
+func TestFailedFsyncIsAFailedWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := engine.OpenJournal(path, engine.NewFakeClock(time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := j.Append(engine.Record{Kind: engine.KindApplyStart}); err != nil {
+		t.Fatal(err)
+	}
+	synced, _ := os.ReadFile(path)
+	engine.FailSyncs(j, syscall.EIO)
+	_, err = j.Append(engine.Record{Kind: engine.KindStepStart, Step: "exec.x"})
+	if !errors.Is(err, engine.ErrEvidenceWrite) || !strings.Contains(err.Error(), "input/output error") {
+		t.Fatalf("append with a failing fsync: %v, want ErrEvidenceWrite", err)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, synced) {
+		t.Fatalf("the file holds an unsynced record:\n%s", now)
+	}
+	if n := len(j.Unwritten()); n != 1 {
+		t.Fatalf("%d record(s) kept in memory, want 1", n)
+	}
+	engine.FailSyncs(j, nil)
+	if _, err := j.Append(engine.Record{Kind: engine.KindStepEnd, Step: "exec.x"}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(must1(os.ReadFile(path)))), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], `"step_start"`) || len(j.Unwritten()) != 0 {
+		t.Fatalf("after syncing works again the file has %d records:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+}
+
+func must1(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -113,13 +113,22 @@ type Record struct {
 // write is cut back to the last whole record, so a torn line never reaches disk.
 type Journal struct {
 	mu        sync.Mutex
-	f         *os.File
+	f         journalSink
 	clock     Clock
 	records   []Record
 	last      string
 	size      int64    // bytes of whole records on disk
 	unwritten [][]byte // encoded lines not on disk yet, oldest first
 	writeErr  error    // the error that left them unwritten
+}
+
+// journalSink is what the journal needs of its file (an *os.File; a test puts one
+// whose Sync fails in its place).
+type journalSink interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Truncate(int64) error
+	Close() error
 }
 
 // ErrEvidenceWrite wraps a failure to write evidence (the journal, the manifest, an
