@@ -299,3 +299,34 @@ func TestRestoreComparesProtectedFilesWithTheirPins(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreRecreatesAGoneSimIncumbent: on the sim runtime an incumbent whose
+// container is gone is recreated from the target's declared spec, under its name,
+// with the profile's image, and answers health before the receipt says restored.
+func TestRestoreRecreatesAGoneSimIncumbent(t *testing.T) {
+	h, tgt := incumbent(t)
+	base := campaignDir(t)
+	sc := stepContext(t, stepConfig(restore.Step{}, map[string]cty.Value{"target": tgt}), base)
+	sum, _ := plans.FileSHA256(filepath.Join(base, "fixtures/discovery.json"))
+	sc.Pinned = map[string]string{"file fixtures/discovery.json": sum}
+	res := restore.Step{}.Run(context.Background(), sc)
+	if res.Status != engine.StatusSucceeded {
+		t.Fatalf("%s (%s) %s", res.Status, res.Class, res.Message)
+	}
+	info, err := h.Inspect("inc")
+	if err != nil || info.Status != sim.StatusRunning {
+		t.Fatalf("incumbent after restore: %+v %v", info, err)
+	}
+	prof, _ := sim.LookupProfile("incumbent")
+	if info.ImageID != prof.ImageID() {
+		t.Errorf("recreated with image %s, want the profile's %s", info.ImageID, prof.ImageID())
+	}
+	var rc struct {
+		Action  string `json:"action"`
+		Outcome string `json:"outcome"`
+	}
+	b, _ := os.ReadFile(filepath.Join(sc.Dir, "receipt.json"))
+	if err := json.Unmarshal(b, &rc); err != nil || rc.Action != "recreated" || rc.Outcome != "restored" {
+		t.Errorf("receipt %s (%v); want action recreated, outcome restored", b, err)
+	}
+}
