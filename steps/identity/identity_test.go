@@ -2,6 +2,11 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,17 +36,20 @@ func TestIdentityOnSim(t *testing.T) {
 	}
 	cases := map[string]struct {
 		image, incarnation string
+		containerID        string
 		class              engine.FailureClass
 		msg                string
 	}{
 		"matches":           {image: "sim:incumbent", incarnation: info.Incarnation},
 		"wrong profile":     {image: "sim:flare", class: engine.ClassIdentity, msg: "image_id is " + info.ImageID},
 		"wrong incarnation": {image: "sim:incumbent", incarnation: "x@y", class: engine.ClassIdentity, msg: "incarnation is " + info.Incarnation + ", expected x@y"},
+		"exact container":   {image: "sim:incumbent", containerID: info.ID},
+		"wrong container":   {image: "sim:incumbent", containerID: "c0ffee", class: engine.ClassIdentity, msg: "container_id is " + info.ID + ", expected c0ffee"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := cty.ObjectVal(map[string]cty.Value{
-				"target": tgt(tc.image), "image": cty.NullVal(cty.String), "container_id": cty.NullVal(cty.String),
+				"target": tgt(tc.image), "image": cty.NullVal(cty.String), "container_id": cty.StringVal(tc.containerID),
 				"incarnation": cty.StringVal(tc.incarnation),
 			})
 			sc := &engine.StepContext{Config: cfg, Dir: t.TempDir(), Log: zerolog.Nop()}
@@ -60,8 +68,10 @@ func TestIdentityOnSim(t *testing.T) {
 	}
 }
 
-// What the package documents beyond a mismatch: a container that is not running is
-// an identity failure, and a protected file that cannot be read is "config".
+// What the package documents beyond a mismatch: identity.json keeps the digest of
+// each protected file; a container that is not running is an identity failure, one
+// the OOM killer ended is "oom", and a protected file that cannot be read is
+// "config".
 func TestIdentityStoppedContainerAndUnreadableProtectedFile(t *testing.T) {
 	h := simtest.Host(t, "identity-more")
 	if _, err := h.Create(sim.ContainerSpec{Name: "inc", Image: "sim:incumbent", Listen: "127.0.0.1:0", Config: sim.Config{TimeScale: 0.01}}); err != nil {
@@ -80,9 +90,47 @@ func TestIdentityStoppedContainerAndUnreadableProtectedFile(t *testing.T) {
 		cfg := cty.ObjectVal(map[string]cty.Value{"target": tv, "image": cty.NullVal(cty.String), "container_id": cty.NullVal(cty.String), "incarnation": cty.NullVal(cty.String)})
 		return Step{}.Run(context.Background(), &engine.StepContext{Config: cfg, Dir: t.TempDir(), BaseDir: t.TempDir(), Log: zerolog.Nop()})
 	}
+	// A readable protected file's digest is kept in identity.json.
+	base := t.TempDir()
+	if err := os.WriteFile(filepath.Join(base, "route.txt"), []byte("route a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgOf := func(protected cty.Value) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"target": cty.ObjectVal(map[string]cty.Value{
+			"name": cty.StringVal("incumbent"), "container": cty.StringVal("inc"),
+			"host":  cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(h.Name()), "runtime": cty.StringVal("sim"), "sim_dir": cty.StringVal(h.Dir())}),
+			"image": cty.StringVal("sim:incumbent"), "endpoint": cty.StringVal(info.Endpoint), "protected_files": protected,
+		}), "image": cty.NullVal(cty.String), "container_id": cty.NullVal(cty.String), "incarnation": cty.NullVal(cty.String)})
+	}
+	sc := &engine.StepContext{Config: cfgOf(cty.ListVal([]cty.Value{cty.StringVal("route.txt")})), Dir: t.TempDir(), BaseDir: base, Log: zerolog.Nop()}
+	if res := (Step{}).Run(context.Background(), sc); res.Status != engine.StatusSucceeded {
+		t.Fatalf("readable protected file: %s (%s) %s", res.Status, res.Class, res.Message)
+	}
+	var rep struct {
+		ProtectedFiles map[string]string `json:"protected_files"`
+	}
+	b, _ := os.ReadFile(sc.Path("identity.json"))
+	sum := sha256.Sum256([]byte("route a\n"))
+	want := hex.EncodeToString(sum[:])
+	if err := json.Unmarshal(b, &rep); err != nil || rep.ProtectedFiles["file route.txt"] != want {
+		t.Errorf("identity.json protected_files %v (%v), want file route.txt: %s", rep.ProtectedFiles, err, want)
+	}
+
 	res := run(cty.ListVal([]cty.Value{cty.StringVal("no-such-discovery.json")}))
 	if res.Class != engine.ClassConfig || !strings.Contains(res.Message, "no-such-discovery.json") {
 		t.Errorf("unreadable protected file: %s (%s) %q; want config naming the file", res.Status, res.Class, res.Message)
+	}
+	// Killed by the kernel's OOM killer: class oom, not identity.
+	if err := h.InjectOOM("inc"); err != nil {
+		t.Fatal(err)
+	}
+	res = run(cty.ListValEmpty(cty.String))
+	if res.Class != engine.ClassOOM || !strings.Contains(res.Message, "container inc was OOM-killed") {
+		t.Errorf("OOM-killed container: %s (%s) %q; want oom", res.Status, res.Class, res.Message)
+	}
+	// Stopped by hand: identity.
+	if err := h.Start("inc"); err != nil {
+		t.Fatal(err)
 	}
 	if err := h.Stop("inc"); err != nil {
 		t.Fatal(err)
