@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -505,5 +507,52 @@ func TestBlockEndpointAnsweredByAnotherServerIsIdentity(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "requests.jsonl")); err == nil && len(b) > 0 {
 		t.Errorf("requests were sent to another server:\n%s", b)
+	}
+}
+
+// A container the OOM killer ended before the block fails the identity gate with
+// class oom, before any request is sent.
+func TestBlockOnAnOOMKilledContainerIsOOM(t *testing.T) {
+	h := simtest.Host(t, "oomed")
+	tgt := simTargetOn(h, nil)
+	history := []engine.Ended{deployed(t, tgt)}
+	if err := h.InjectOOM("inc"); err != nil {
+		t.Fatal(err)
+	}
+	res, dir := heldBlock(t, "block.b1", tgt, history, heldOpts{requests: 4}, nil)
+	if res.Status != engine.StatusFailed || res.Class != engine.ClassOOM || !strings.Contains(res.Message, "container inc was OOM-killed") {
+		t.Fatalf("%s (%s) %s; want failed (oom): container inc was OOM-killed", res.Status, res.Class, res.Message)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "requests.jsonl")); err == nil && len(b) > 0 {
+		t.Errorf("requests were sent to an OOM-killed target:\n%s", b)
+	}
+}
+
+// Requests the engine still counts running after the block (here another client's,
+// sent while the block ran, far longer than the block's own) fail it as undrained
+// once the server has had its few seconds to drain: its figures may not have been
+// the block's alone.
+func TestRequestsLeftAfterTheBlockAreUndrained(t *testing.T) {
+	h := simtest.Host(t, "undrained")
+	tgt := simTargetOn(h, map[string]cty.Value{"time_scale": cty.NumberFloatVal(0.05)})
+	history := []engine.Ended{deployed(t, tgt)}
+	endpoint := tgt.GetAttr("endpoint").AsString()
+	prof, _ := sim.LookupProfile("incumbent")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, _ := heldBlock(t, "block.b1", tgt, history, heldOpts{requests: 8}, func(dir string) {
+		waitRecords(dir, 1)
+		body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"a long one"}],"max_tokens":30000,"ignore_eos":true,"stream":true}`, prof.ServedModelName)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		go func() {
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	})
+	if res.Status != engine.StatusFailed || res.Class != engine.ClassUndrained || !strings.Contains(res.Message, "remained after the block") {
+		t.Fatalf("%s (%s) %s; want failed (undrained)", res.Status, res.Class, res.Message)
 	}
 }
