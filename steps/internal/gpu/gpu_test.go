@@ -234,3 +234,30 @@ func TestNVMLSourceWithoutDriver(t *testing.T) {
 		t.Fatalf("NVML took %s to fail", time.Since(start))
 	}
 }
+
+// TestSamplerDeviceSetChangeIsIncomplete: a GPU that drops out of the snapshots
+// during the block makes the telemetry incomplete, naming the sample and both sets.
+func TestSamplerDeviceSetChangeIsIncomplete(t *testing.T) {
+	s, _, err := StartSampler(&shrinking{}, filepath.Join(t.TempDir(), "gpu.jsonl"), 2*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	rep, _ := s.Stop()
+	if !strings.Contains(rep.Incomplete(), "the set of GPUs changed") || !strings.Contains(rep.DeviceSet, "shows 1 GPU(s) [GPU-a], the block began with 2 [GPU-a, GPU-b]") {
+		t.Fatalf("a GPU that dropped out is not reported: incomplete %q, device set %q", rep.Incomplete(), rep.DeviceSet)
+	}
+}
+
+// shrinking reports two GPUs, then one.
+type shrinking struct{ n int }
+
+func (*shrinking) Kind() string { return "shrinking" }
+func (s *shrinking) Snapshot() ([]Device, error) {
+	s.n++
+	devs := []Device{{Index: 0, UUID: "GPU-a", PowerLimitW: 300, EnforcedPowerLimitW: 300}, {Index: 1, UUID: "GPU-b", PowerLimitW: 300, EnforcedPowerLimitW: 300}}
+	if s.n > 1 {
+		return devs[:1], nil
+	}
+	return devs, nil
+}
