@@ -191,6 +191,8 @@ func TestBrokenReferencesAndAnchors(t *testing.T) {
 		"anchors not bounding": {`"end_mono_ns":2000`, `"end_mono_ns":99999999`, "do not bound the window"},
 		"sequence gap":         {`"seq":1`, `"seq":5`, "skip"},
 		"schema":               {`"dropped_samples":0`, `"dropped_samples":-1`, "schema"},
+		"sample lacks a rank":  {`,{"rank":1,"start_ns":1022,"end_ns":1260}`, ``, "1 rank interval(s) missing from samples (first: sample 0 lacks rank 1)"},
+		"anchors disagree":     {`"utc":"2026-01-01T00:00:00.0000021Z"`, `"utc":"2026-01-01T00:00:05.0000021Z"`, "UTC span 5.0000012s and monotonic span 1.2µs of the anchors differ by more than"},
 	}
 	if res, _ := runAgainst(t, validDoc()); res.Status != engine.StatusSucceeded {
 		t.Fatalf("the valid document fails: %s", res.Message)
