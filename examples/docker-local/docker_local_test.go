@@ -35,6 +35,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/examples/internal/campaigntest"
+	"github.com/rigor-bench/rigor/plans"
 )
 
 var (
@@ -227,12 +228,30 @@ func TestCampaignEndToEnd(t *testing.T) {
 	if id := outputs(t, end(t, recs, "identity.incumbent")); id["incarnation"] != deployed["incarnation"] || id["image_id"] != built["image_id"] {
 		t.Errorf("identity.incumbent %v / %v, deployed %v / %v", id["incarnation"], id["image_id"], deployed["incarnation"], built["image_id"])
 	}
-	// The image carries the build step's input hash.
+	// The image carries the build step's input hash, and that hash covers the
+	// content of every file of the (absolute) context, the Dockerfile among them.
 	var inputs string
+	var inputFiles map[string]string
 	for _, rec := range recs {
 		if rec.Kind == engine.KindStepStart && rec.Step == "build.incumbent" {
 			inputs = rec.InputsSHA256
+			if rec.Inputs != nil {
+				inputFiles = rec.Inputs.Files
+			}
 		}
+	}
+	dockerfile := filepath.Join(r.ctx, "Dockerfile.incumbent")
+	if sum, err := plans.FileSHA256(dockerfile); err != nil || inputFiles[dockerfile] != sum {
+		t.Errorf("build.incumbent's hashed inputs %v lack %s at sha256 %s (%v)", inputFiles, dockerfile, sum, err)
+	}
+	// The build ran under the plan's limits: cpus = 1, memory = "512MiB".
+	var br struct {
+		NanoCPUs    int64 `json:"nano_cpus"`
+		MemoryBytes int64 `json:"memory_bytes"`
+	}
+	readJSON(t, filepath.Join(r.state, end(t, recs, "build.incumbent").Dir, "build.json"), &br)
+	if br.NanoCPUs != 1e9 || br.MemoryBytes != 512<<20 {
+		t.Errorf("build.json: nano_cpus %d, memory_bytes %d; want the plan's 1 CPU and 512 MiB", br.NanoCPUs, br.MemoryBytes)
 	}
 	im, err := api.ImageInspect(ctx, built["image_id"].(string))
 	if err != nil {
