@@ -616,3 +616,67 @@ func TestContainerChangedBetweenBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreRecreatesARemovedIncumbent: the displaced incumbent is removed while
+// the candidate serves (someone cleaned up); restore recreates it under its name
+// from the restore manifest's inspect (the image ID and the configuration the
+// deploy recorded, not the plan's), and the outage closes.
+func TestRestoreRecreatesARemovedIncumbent(t *testing.T) {
+	api := requireDocker(t)
+	r := newRun(t, api)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	removed := make(chan error, 1)
+	go func() {
+		started := filepath.Join(r.state, "attempts", "block.candidate", "1", "requests.jsonl")
+		for ctx.Err() == nil {
+			if _, err := os.Stat(started); err == nil {
+				removed <- api.ContainerRemove(ctx, r.prefix+"-incumbent", container.RemoveOptions{Force: true})
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		removed <- ctx.Err()
+	}()
+	code, out := r.apply(ctx, "campaign.hcl", fmt.Sprintf("port=%d", freePort(t)), "time_scale=0.5", "requests=8")
+	if err := <-removed; err != nil {
+		t.Fatalf("remove the incumbent: %v\n%s", err, out)
+	}
+	recs := r.journal()
+	rst := end(t, recs, "restore.incumbent")
+	if code != 0 || rst.Status != engine.StatusSucceeded {
+		t.Fatalf("exit %d, restore %s (%s) %s:\n%s", code, rst.Status, rst.Class, rst.Message, out)
+	}
+	var receipt struct {
+		Action, Outcome string
+	}
+	readJSON(t, filepath.Join(r.state, rst.Dir, "receipt.json"), &receipt)
+	if receipt.Action != "recreated-from-manifest" || receipt.Outcome != "restored" {
+		t.Errorf("receipt: action %q, outcome %q; want recreated-from-manifest, restored", receipt.Action, receipt.Outcome)
+	}
+	deployed, restored := outputs(t, end(t, recs, "deploy.incumbent")), outputs(t, rst)
+	if restored["container_id"] == deployed["container_id"] || restored["image_id"] != deployed["image_id"] {
+		t.Errorf("restored container %v image %v; deployed %v image %v: want a new container of the same image", restored["container_id"], restored["image_id"], deployed["container_id"], deployed["image_id"])
+	}
+	var manifest struct {
+		Inspect struct {
+			Config struct {
+				Cmd []string `json:"Cmd"`
+			} `json:"Config"`
+			HostConfig struct {
+				Memory int64 `json:"Memory"`
+			} `json:"HostConfig"`
+		} `json:"inspect"`
+	}
+	readJSON(t, filepath.Join(r.state, end(t, recs, "deploy.candidate").Dir, "restore-manifest.json"), &manifest)
+	now, err := api.ContainerInspect(ctx, r.prefix+"-incumbent")
+	if err != nil || !now.State.Running || now.ID != restored["container_id"] {
+		t.Fatalf("the recreated incumbent: %v %+v", err, now.State)
+	}
+	if !slices.Equal(now.Config.Cmd, manifest.Inspect.Config.Cmd) || now.HostConfig.Memory != manifest.Inspect.HostConfig.Memory || now.HostConfig.Memory != 256<<20 {
+		t.Errorf("recreated with cmd %v, memory %d; the manifest recorded %v, %d", now.Config.Cmd, now.HostConfig.Memory, manifest.Inspect.Config.Cmd, manifest.Inspect.HostConfig.Memory)
+	}
+	if seq(recs, engine.KindOutageEnd, "restore.incumbent") < 0 {
+		t.Error("the outage was not closed by the restore")
+	}
+}
