@@ -263,3 +263,51 @@ func TestHangingProfileTimeoutOrInterrupt(t *testing.T) {
 		t.Errorf("on an interrupt: %s (%q): %s; want a failure with no class", res.Status, res.Class, res.Message)
 	}
 }
+
+// TestCaptureFailureClasses: what cannot run is tool_missing, naming what to install
+// (the docker CLI for a container capture, nsys inside the container when docker
+// exec exits 127); a tool that runs but leaves no report or no SQLite export is exec.
+func TestCaptureFailureClasses(t *testing.T) {
+	docker := cty.ObjectVal(map[string]cty.Value{
+		"name": cty.StringVal("flare"), "container": cty.StringVal("gpu-box"), "endpoint": cty.StringVal("http://127.0.0.1:1"),
+		"runtime": cty.StringVal("docker"),
+		"host":    cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("node"), "docker": cty.StringVal("unix:///var/run/docker.sock")}),
+	})
+	cases := map[string]struct {
+		nsys, docker string // scripts put on PATH; "" = none
+		target       cty.Value
+		class        engine.FailureClass
+		want         string
+	}{
+		"no docker CLI": {target: docker, class: engine.ClassToolMissing,
+			want: `the docker CLI "docker" is not on PATH; it runs nsys inside container gpu-box`},
+		"no nsys in the container": {docker: "#!/bin/sh\necho 'exec: \"nsys\": executable file not found in $PATH' >&2\nexit 127\n", target: docker,
+			class: engine.ClassToolMissing, want: `"nsys" is not installed in container gpu-box (docker exec exited 127`},
+		"no report": {nsys: "#!/bin/sh\necho collected\n", target: cty.NilVal, class: engine.ClassExec,
+			want: "nsys profile left no report"},
+		"no sqlite": {nsys: strings.Replace(fakeNsys, `printf 'SQLite format 3' > "$out"`, `:`, 1), target: cty.NilVal, class: engine.ClassExec,
+			want: "nsys export left no SQLite file flare-c4.sqlite"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			bin := t.TempDir()
+			if tc.nsys != "" {
+				writeScript(t, bin, "nsys", tc.nsys)
+			}
+			if tc.docker != "" {
+				writeScript(t, bin, "docker", tc.docker)
+			}
+			// Only the scripts and the shell's own tools: no docker or nsys from the machine.
+			t.Setenv("PATH", bin+string(os.PathListSeparator)+"/usr/bin/nonexistent-for-test")
+			where := "host"
+			if tc.target != cty.NilVal {
+				where = ""
+			}
+			sc := stepContext(t, where, tc.target, "FAKE_LOG="+filepath.Join(t.TempDir(), "argv.log"))
+			res := Step{}.Run(context.Background(), sc)
+			if res.Status != engine.StatusFailed || res.Class != tc.class || !strings.Contains(res.Message, tc.want) {
+				t.Fatalf("%s (%s): %s; want %s containing %q", res.Status, res.Class, res.Message, tc.class, tc.want)
+			}
+		})
+	}
+}
