@@ -115,6 +115,19 @@ func TestGates(t *testing.T) {
 	if err := schemas.ValidateValue("calibration", rep); err != nil {
 		t.Errorf("schema: %v", err)
 	}
+
+	// TTFT error 1 - 1 = 0 ms; TPOT error (10 - 1) - 1 = 8 ms > 1 ms.
+	rep = NewReport(Options{Concurrency: 1, Tokens: 2, MaxTTFTError: time.Millisecond, MaxTPOTError: time.Millisecond},
+		&loadgen.Result{Outcomes: map[loadgen.Outcome]int{loadgen.OK: 1}},
+		[]loadgen.Record{{ID: "a", Outcome: loadgen.OK, ScheduledAtMS: f(0), TTFOAtMS: f(1), LastTokenAtMS: f(10), ContentChunks: 2, Usage: &loadgen.Usage{CompletionTokens: 2}}},
+		map[string]RequestTruth{"a": {RecvNS: 1, FirstNS: 1 + int64(time.Millisecond), LastNS: 1 + int64(2*time.Millisecond), Chunks: 2, Tokens: 2}},
+		time.Second, CPUScopeProcess)
+	if rep.Passed || len(rep.Gates) != 2 || !rep.Gates[0].Passed || rep.Gates[1].Passed {
+		t.Fatalf("TPOT gate: gates %+v passed %v", rep.Gates, rep.Passed)
+	}
+	if err := rep.CheckGates(); !errors.Is(err, ErrGate) || !strings.Contains(err.Error(), "max_tpot_error: p99 |error| 8.000 ms > 1ms") {
+		t.Errorf("CheckGates = %v, want the TPOT figure and its bound", err)
+	}
 }
 
 func TestOptionsValidateNamesTheOption(t *testing.T) {
