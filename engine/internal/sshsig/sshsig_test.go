@@ -240,6 +240,7 @@ func TestParseAllowedSigners(t *testing.T) {
 		"other key only":          {file: "carol " + other, ns: ns},
 		"cert-authority refused":  {file: "*@example.com cert-authority " + key, ns: ns, wantErr: "line 1: option cert-authority is not supported"},
 		"valid-before refused":    {file: `alice valid-before="20300101" ` + key, ns: ns, wantErr: "line 1: option valid-before is not supported"},
+		"valid-after refused":     {file: "# a comment\n" + `alice valid-after="20200101" ` + key, ns: ns, wantErr: "line 2: option valid-after is not supported"},
 		"unknown option":          {file: `alice no-touch-required ` + key, ns: ns, wantErr: `line 1: unknown option "no-touch-required"`},
 		"key without principals":  {file: key, ns: ns, wantErr: "line 1: no public key"},
 		"empty file":              {file: "# nobody\n", ns: ns, wantErr: "no signer listed"},
