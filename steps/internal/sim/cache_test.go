@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -123,5 +124,46 @@ func TestCachedTokensOnTheWire(t *testing.T) {
 	}
 	if !strings.HasPrefix(rn.URL(), "http://127.0.0.1:") {
 		t.Errorf("URL %q", rn.URL())
+	}
+}
+
+// TestFlareCacheHoldsTheC1CorpusNotTheC4 holds flare-wave1's comment to the flare
+// profile's cache: after priming, a repetition of the C1 corpus (52 prompts of
+// 7,683 tokens, seed 001's frozen count) finds every prompt cached, while the C4
+// corpus (160 such prompts, 1.23M tokens against a 998,210-token cache) finds none:
+// an LRU read in order through more than it holds evicts each prompt before its
+// turn comes again.
+func TestFlareCacheHoldsTheC1CorpusNotTheC4(t *testing.T) {
+	prof, err := LookupProfile("flare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const promptTokens = 7683
+	repetition := func(prompts int) []int {
+		c := newPrefixCache(prof.PrefixCacheTokens, prof.BlockSize)
+		hashes := make([][]uint64, prompts)
+		for i := range hashes {
+			toks := make([]string, promptTokens)
+			for j := range toks {
+				toks[j] = fmt.Sprintf("p%d-t%d", i, j)
+			}
+			hashes[i] = hashBlocks(toks, prof.BlockSize)
+			c.acquire(hashes[i], promptTokens) // priming
+		}
+		cached := make([]int, prompts)
+		for i := range hashes {
+			cached[i] = c.acquire(hashes[i], promptTokens)
+		}
+		return cached
+	}
+	for i, n := range repetition(52) {
+		if n != 7680 {
+			t.Fatalf("C1 prompt %d: %d tokens cached, want 7680 (all its full blocks but the last token's)", i, n)
+		}
+	}
+	for i, n := range repetition(160) {
+		if n != 0 {
+			t.Fatalf("C4 prompt %d: %d tokens cached, want 0 (evicted before its turn)", i, n)
+		}
 	}
 }
