@@ -22,6 +22,7 @@ type GPUQuery struct {
 	DCGMEndpoint string // kind "dcgm": the exporter's metrics URL
 	SimDevices   int    // kind "sim"
 	SimLimitW    float64
+	SimHost      string    // kind "sim": the campaign host whose simulated GPUs to show ("" = a stand-alone one)
 	SimNames     *SimNames // what errors call the sim settings (the command line's flags)
 }
 
@@ -37,7 +38,13 @@ func ReadGPUs(q GPUQuery) ([]GPUDevice, error) {
 		}
 		return gpu.DCGM{URL: u}.Snapshot()
 	case "sim":
-		s, err := gpu.SimFor("rigor-gpus", gpu.SimConfig{Devices: q.SimDevices, PowerLimitW: q.SimLimitW, Names: q.SimNames})
+		// A sim host's GPUs' UUIDs derive from its name: the same name shows the
+		// same GPUs a campaign's blocks on that host record.
+		host := q.SimHost
+		if host == "" {
+			host = "rigor-gpus"
+		}
+		s, err := gpu.SimFor(host, gpu.SimConfig{Devices: q.SimDevices, PowerLimitW: q.SimLimitW, Names: q.SimNames})
 		if err != nil {
 			return nil, err
 		}

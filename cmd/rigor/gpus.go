@@ -18,6 +18,7 @@ type gpusArgs struct {
 	dcgm      string
 	simGPUs   int
 	simLimitW float64
+	simHost   string
 	json      bool
 }
 
@@ -34,17 +35,17 @@ func newGPUsCmd(g *globals) *cobra.Command {
 			if (a.kind == "dcgm") != (a.dcgm != "") {
 				return &exitError{code: 2, msg: "--dcgm-endpoint goes with --host-kind dcgm, and --host-kind dcgm needs it"}
 			}
-			for _, name := range []string{"sim-gpus", "sim-power-limit-watts"} {
+			for _, name := range []string{"sim-gpus", "sim-power-limit-watts", "sim-host"} {
 				if a.kind != "sim" && cmd.Flags().Changed(name) {
 					return &exitError{code: 2, msg: fmt.Sprintf("--%s goes with --host-kind sim", name)}
 				}
 			}
-			devs, err := steps.ReadGPUs(steps.GPUQuery{Kind: a.kind, DCGMEndpoint: a.dcgm, SimDevices: a.simGPUs, SimLimitW: a.simLimitW,
+			devs, err := steps.ReadGPUs(steps.GPUQuery{Kind: a.kind, DCGMEndpoint: a.dcgm, SimDevices: a.simGPUs, SimLimitW: a.simLimitW, SimHost: a.simHost,
 				SimNames: &steps.SimNames{Devices: "--sim-gpus", PowerLimitW: "--sim-power-limit-watts"}})
 			if err != nil {
 				msg := err.Error()
 				if a.kind == "nvml" {
-					msg += "\n`rigor gpus --host-kind sim` shows the simulated GPUs a host with gpus = \"sim\" observes"
+					msg += "\n`rigor gpus --host-kind sim --sim-host NAME` shows the simulated GPUs the host NAME with gpus = \"sim\" observes"
 				}
 				return &exitError{code: exitError1, msg: msg}
 			}
@@ -58,6 +59,7 @@ func newGPUsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&a.dcgm, "dcgm-endpoint", "", "the dcgm-exporter metrics `URL` (with --host-kind dcgm)")
 	cmd.Flags().IntVar(&a.simGPUs, "sim-gpus", 2, "simulated GPUs (with --host-kind sim)")
 	cmd.Flags().Float64Var(&a.simLimitW, "sim-power-limit-watts", 300, "power limit of the simulated GPUs (with --host-kind sim)")
+	cmd.Flags().StringVar(&a.simHost, "sim-host", "", "the campaign's sim host `NAME` (with --host-kind sim): its GPUs' UUIDs derive from the name, so these are the GPUs its blocks record (default: a stand-alone host)")
 	cmd.Flags().BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	return cmd
 }
