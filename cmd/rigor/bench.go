@@ -104,7 +104,7 @@ bad flag.`,
 	f.StringVar(&a.concurrency, "concurrency", "1", "requests in flight (closed loop) or the ceiling (open loop); a comma-separated list sweeps them")
 	f.StringVar(&a.rate, "rate", "", "open loop: requests per second (implies --mode open; --concurrency is the ceiling); a comma-separated list sweeps them")
 	f.IntVar(&a.requests, "requests", 0, "requests per level, exactly (with --duration: at most)")
-	f.IntVar(&a.maxTokens, "max-tokens", 0, "max_tokens of every request (--dataset-name random: --random-output-len instead)")
+	f.IntVar(&a.maxTokens, "max-tokens", 0, "max_tokens of every request (a prompts line's own max_tokens takes precedence; --dataset-name random: --random-output-len instead)")
 	f.StringVar(&a.mode, "mode", steps.LoadModeClosed, "closed (fixed concurrency) or open (arrivals at --rate)")
 	f.StringVar(&a.arrival, "arrival", "poisson", "open loop: poisson or constant arrivals")
 	f.StringVar(&a.dataset, "dataset-name", datasetCorpus, fmt.Sprintf("prompt source, one of %v", datasetNames))
@@ -337,6 +337,16 @@ func (a *benchArgs) plan() (*benchPlan, error) {
 		return nil, err
 	}
 	p.source = src
+	// A prompts line's own max_tokens takes precedence over --max-tokens, so
+	// --min-tokens must fit under it too, or every such request is a 400.
+	if a.dataset == datasetPrompts && a.set("min-tokens") {
+		ds := src(steps.LoadConfig{})
+		for i := range ds.Distinct() {
+			if in, err := ds.Input(i); err == nil && in.MaxTokens != nil && *in.MaxTokens < a.minTokens {
+				return nil, fmt.Errorf("--min-tokens %d: want <= the max_tokens %d that prompt %d of %s sets for itself", a.minTokens, *in.MaxTokens, i+1, a.datasetPath)
+			}
+		}
+	}
 	w := steps.LoadWorkload{Corpus: a.corpus, CorpusSeed: a.corpusSeed, NominalContext: a.nominalContext, Prefixes: a.prefixes,
 		IgnoreEOS: a.ignoreEOS, ContinuousUsage: a.continuousUsage}
 	if !random {
