@@ -1,7 +1,7 @@
 # rigor: the two commands a new user needs are `make quickstart` and `make test`.
 GO ?= go
 # go-nvml's header marks many functions deprecated, and cgo compiles calls to them:
-# about 140 lines of gcc warnings that say nothing about rigor. A package's #cgo
+# about 150 lines of gcc warnings that say nothing about rigor. A package's #cgo
 # directives cannot change another package's flags, and go-nvml has no option of its
 # own, so the flag is added here, to whatever CGO_CFLAGS the Go environment has.
 CGO_CFLAGS := $(filter-out -Wno-deprecated-declarations,$(shell $(GO) env CGO_CFLAGS)) -Wno-deprecated-declarations

@@ -18,7 +18,7 @@
 //     failure, an interrupt or a hold by the caller's gate (Options.Gate) only
 //     always-steps start, and every other step is recorded blocked with the reason;
 //     a step deferred because its bound does not fit in the outage left holds back
-//     only what depends on it (steps that fit and do not still run).
+//     only what depends on it (steps that fit and do not depend on it still run).
 //   - One apply per state directory at a time (flock).
 //   - The plan_frozen record and every apply_start record name the rigor build
 //     that wrote them (Options.Rigor, from cmd/rigor's buildVersion), and steps

@@ -62,7 +62,7 @@ func pilotGate(view progressView, p *plans.Plan, state string, hold bool) func(*
 		case est.RuleLockedBy != "":
 			l.Warn().Msg("--hold-unresolvable does not hold: " + est.RuleLockedBy + " has started, so amending the rule now is post-hoc; the campaign runs the rule as declared")
 		case est.CandidateStarted:
-			l.Warn().Msg("--hold-unresolvable does not hold: candidate traffic has started (a block of the candidate arm ran in an earlier apply); the campaign runs the rule as declared")
+			l.Warn().Msg("--hold-unresolvable does not hold: candidate traffic has started (a block of the candidate arm has run); the campaign runs the rule as declared")
 		default:
 			return est.Flag + "; --hold-unresolvable holds the campaign here, before any candidate traffic: amend the rule and apply again, or apply without --hold-unresolvable to run it as declared"
 		}

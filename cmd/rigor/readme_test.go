@@ -25,22 +25,24 @@ func TestREADMECommandsExist(t *testing.T) {
 	}
 	root := newRoot(&globals{stdout: io.Discard, stderr: io.Discard})
 	flag := regexp.MustCompile(`--[a-z][a-z0-9-]*`)
-	rows := 0
+	rows, flags := 0, 0
 	var path []string
 	for _, line := range strings.Split(ref, "\n") {
 		var usage string
 		switch {
 		case strings.HasPrefix(line, "rigor "):
-			// The usage runs up to the description, two or more spaces on.
-			usage, _, _ = strings.Cut(line, "   ")
-			words := strings.Fields(usage)[1:]
+			// The command's words, padded to a column; then its usage, up to the
+			// description three or more spaces on.
 			path = nil
-			for _, w := range words {
+			rest := strings.TrimPrefix(line, "rigor ")
+			for _, w := range strings.Fields(rest) {
 				if !regexp.MustCompile(`^[a-z]+$`).MatchString(w) {
 					break
 				}
 				path = append(path, w)
+				rest = strings.TrimLeft(strings.TrimPrefix(strings.TrimLeft(rest, " "), w), " ")
 			}
+			usage, _, _ = strings.Cut(rest, "   ")
 			rows++
 		case strings.HasPrefix(strings.TrimSpace(line), "[--") && path != nil:
 			// A usage continued on the next line, before the description column.
@@ -54,13 +56,14 @@ func TestREADMECommandsExist(t *testing.T) {
 			continue
 		}
 		for _, f := range flag.FindAllString(usage, -1) {
+			flags++
 			if cmd.Flags().Lookup(f[2:]) == nil && cmd.InheritedFlags().Lookup(f[2:]) == nil {
 				t.Errorf("README: `rigor %s` has no flag %s", strings.Join(path, " "), f)
 			}
 		}
 	}
-	if rows < 15 {
-		t.Errorf("read %d command rows from the README's CLI reference; the parse is broken", rows)
+	if rows < 15 || flags < 40 {
+		t.Errorf("read %d command rows and %d flags from the README's CLI reference; the parse is broken", rows, flags)
 	}
 }
 

@@ -619,8 +619,8 @@ func TestContainerChangedBetweenBlocks(t *testing.T) {
 
 // TestRestoreRecreatesARemovedIncumbent: the displaced incumbent is removed while
 // the candidate serves (someone cleaned up); restore recreates it under its name
-// from the restore manifest's inspect (the image ID and the configuration the
-// deploy recorded, not the plan's), and the outage closes.
+// from the restore manifest's inspect (receipt action recreated-from-manifest: the
+// image ID and the configuration the deploy recorded), and the outage closes.
 func TestRestoreRecreatesARemovedIncumbent(t *testing.T) {
 	api := requireDocker(t)
 	r := newRun(t, api)
@@ -639,6 +639,7 @@ func TestRestoreRecreatesARemovedIncumbent(t *testing.T) {
 		removed <- ctx.Err()
 	}()
 	code, out := r.apply(ctx, "campaign.hcl", fmt.Sprintf("port=%d", freePort(t)), "time_scale=0.5", "requests=8")
+	cancel() // a watcher still waiting for the candidate's block gives up now
 	if err := <-removed; err != nil {
 		t.Fatalf("remove the incumbent: %v\n%s", err, out)
 	}

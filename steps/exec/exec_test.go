@@ -150,7 +150,7 @@ func TestBoundIsTimeoutInterruptIsNot(t *testing.T) {
 	// is over, at the bound itself, when the step's own context has expired too.
 	// That is still the bound, not an interrupt.
 	sc := stepContext(t, map[string]string{"LANE": "1"})
-	sc.Config = withCommand(sc.Config, "sh", "-c", "setsid sleep 3 & sleep 20")
+	sc.Config = withCommand(sc.Config, "sh", "-c", "setsid sleep 1 & sleep 20")
 	ctx, cancel = context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	res = Step{}.Run(ctx, sc)

@@ -300,9 +300,10 @@ func TestRestoreComparesProtectedFilesWithTheirPins(t *testing.T) {
 	}
 }
 
-// TestRestoreRecreatesAGoneSimIncumbent: on the sim runtime an incumbent whose
-// container is gone is recreated from the target's declared spec, under its name,
-// with the profile's image, and answers health before the receipt says restored.
+// TestRestoreRecreatesAGoneSimIncumbent: on the sim runtime an incumbent with no
+// container by its name (never created here; removed, in a campaign) is recreated
+// from the target's declared spec, under its name, with the profile's image, and
+// answers health before the receipt says restored.
 func TestRestoreRecreatesAGoneSimIncumbent(t *testing.T) {
 	h, tgt := incumbent(t)
 	base := campaignDir(t)
