@@ -235,6 +235,19 @@ func TestBenchSendsWhatItsFlagsSay(t *testing.T) {
 		t.Errorf("workload sha256 %s, want the repeated-code corpus with repeated prefixes %s (%v)", res.Bench.Workload.SHA256, want, err)
 	}
 
+	// Unset, the sampling fields are omitted, and --corpus-seed (prompt content) is
+	// never sent as the API's seed.
+	code = run([]string{"bench", "--endpoint", srv.URL, "--model", "m", "--requests", "1", "--max-tokens", "8",
+		"--corpus-seed", "9", "--out", t.TempDir()}, &stdout, &stderr)
+	if code != 0 || len(bodies) != 3 {
+		t.Fatalf("exit %d, %d requests: %s", code, len(bodies), stderr.String())
+	}
+	for _, field := range []string{"temperature", "top_p", "seed", "reasoning_effort", "min_tokens"} {
+		if v, ok := bodies[2][field]; ok {
+			t.Errorf("%s sent as %v although no flag set it", field, v)
+		}
+	}
+
 	mu.Lock()
 	slow = true
 	mu.Unlock()

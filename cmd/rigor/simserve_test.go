@@ -100,7 +100,7 @@ func completionTokens(t *testing.T, url, model string) []int {
 // model is the profile's unless --model names another; --reasoning-field names the
 // delta field of reasoning tokens; --seed decides the per-request choices (the same
 // seed answers the same request IDs alike, another seed differently);
-// --allocate-mb makes the process hold that much memory.
+// --allocate-mb makes the process hold that much memory, from --allocate-after on.
 func TestSimServeFlags(t *testing.T) {
 	models := func(url string) []string {
 		resp, err := http.Get(url + "/v1/models")
@@ -137,7 +137,8 @@ func TestSimServeFlags(t *testing.T) {
 		t.Errorf("completion tokens by request: seed 7 %v, seed 7 again %v, seed 8 %v; want the first two equal and the third not", a, b, c)
 	}
 
-	_, pid := startSimServe(t, "--allocate-mb", "96")
+	started := time.Now()
+	_, pid := startSimServe(t, "--allocate-mb", "96", "--allocate-after", "1s")
 	rss := func() int {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 		m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(b)
@@ -147,11 +148,18 @@ func TestSimServeFlags(t *testing.T) {
 		n, _ := strconv.Atoi(string(m[1]))
 		return n >> 10
 	}
+	// --allocate-after: nothing is held before the delay, all of it after.
+	if got := rss(); got >= 96 && time.Since(started) < time.Second {
+		t.Errorf("--allocate-after 1s: the server already holds %d MiB", got)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for rss() < 96 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if got := rss(); got < 96 {
 		t.Errorf("--allocate-mb 96: the server holds %d MiB", got)
+	}
+	if took := time.Since(started); took < time.Second {
+		t.Errorf("--allocate-after 1s: 96 MiB held after %s", took)
 	}
 }

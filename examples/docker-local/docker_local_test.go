@@ -627,19 +627,20 @@ func TestRestoreRecreatesARemovedIncumbent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	removed := make(chan error, 1)
+	watch, stopWatching := context.WithCancel(ctx)
 	go func() {
 		started := filepath.Join(r.state, "attempts", "block.candidate", "1", "requests.jsonl")
-		for ctx.Err() == nil {
+		for watch.Err() == nil {
 			if _, err := os.Stat(started); err == nil {
-				removed <- api.ContainerRemove(ctx, r.prefix+"-incumbent", container.RemoveOptions{Force: true})
+				removed <- api.ContainerRemove(watch, r.prefix+"-incumbent", container.RemoveOptions{Force: true})
 				return
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		removed <- ctx.Err()
+		removed <- watch.Err()
 	}()
 	code, out := r.apply(ctx, "campaign.hcl", fmt.Sprintf("port=%d", freePort(t)), "time_scale=0.5", "requests=8")
-	cancel() // a watcher still waiting for the candidate's block gives up now
+	stopWatching() // a watcher still waiting for the candidate's block gives up now
 	if err := <-removed; err != nil {
 		t.Fatalf("remove the incumbent: %v\n%s", err, out)
 	}
@@ -671,8 +672,11 @@ func TestRestoreRecreatesARemovedIncumbent(t *testing.T) {
 	}
 	readJSON(t, filepath.Join(r.state, end(t, recs, "deploy.candidate").Dir, "restore-manifest.json"), &manifest)
 	now, err := api.ContainerInspect(ctx, r.prefix+"-incumbent")
-	if err != nil || !now.State.Running || now.ID != restored["container_id"] {
-		t.Fatalf("the recreated incumbent: %v %+v", err, now.State)
+	if err != nil {
+		t.Fatalf("inspect the recreated incumbent: %v", err)
+	}
+	if !now.State.Running || now.ID != restored["container_id"] {
+		t.Fatalf("the recreated incumbent %s: %+v", now.ID, now.State)
 	}
 	if !slices.Equal(now.Config.Cmd, manifest.Inspect.Config.Cmd) || now.HostConfig.Memory != manifest.Inspect.HostConfig.Memory || now.HostConfig.Memory != 256<<20 {
 		t.Errorf("recreated with cmd %v, memory %d; the manifest recorded %v, %d", now.Config.Cmd, now.HostConfig.Memory, manifest.Inspect.Config.Cmd, manifest.Inspect.HostConfig.Memory)
