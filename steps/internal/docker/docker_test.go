@@ -4,6 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,5 +180,54 @@ func TestPortErrorNamesThePort(t *testing.T) {
 		if m == nil || m[1] != "127.0.0.1:18080" {
 			t.Errorf("%q: %v", msg, m)
 		}
+	}
+}
+
+// TestBuildSendsTheLimits: the build request carries the plan's CPU and memory
+// limits (as a CPU quota over a 100 ms period, and memory with swap held to it),
+// the labels and tags, and the legacy builder's removal of its own containers.
+// A stand-in Engine API records the request; a FROM-scratch build on a real
+// engine starts no container the limits could be read from.
+func TestBuildSendsTheLimits(t *testing.T) {
+	var query url.Values
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/_ping"):
+			w.Header().Set("Api-Version", "1.45")
+			fmt.Fprint(w, "OK")
+		case strings.HasSuffix(r.URL.Path, "/build"):
+			query = r.URL.Query()
+			_, _ = io.Copy(io.Discard, r.Body)
+			fmt.Fprintln(w, `{"stream":"Step 1/1 : FROM scratch"}`)
+			fmt.Fprintln(w, `{"aux":{"ID":"sha256:`+strings.Repeat("ab", 32)+`"}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, err := Connect(context.Background(), "tcp://"+strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte("FROM scratch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Build(context.Background(), BuildOptions{Context: ctxDir, Tags: []string{"x:1"}, Labels: map[string]string{"rigor.test": "1"},
+		NanoCPUs: 1_500_000_000, Memory: 512 << 20}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ImageID != "sha256:"+strings.Repeat("ab", 32) {
+		t.Errorf("image ID %q", res.ImageID)
+	}
+	want := map[string]string{"cpuperiod": "100000", "cpuquota": "150000", "memory": "536870912", "memswap": "536870912", "forcerm": "1", "t": "x:1", "version": "1"}
+	for k, v := range want {
+		if got := query.Get(k); got != v {
+			t.Errorf("build query %s = %q, want %q (query %v)", k, got, v, query)
+		}
+	}
+	if !strings.Contains(query.Get("labels"), `"rigor.test":"1"`) {
+		t.Errorf("build labels %q", query.Get("labels"))
 	}
 }
