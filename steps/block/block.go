@@ -207,7 +207,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		reset = rc
 	}
 	if snap, err := promscrape.Scrape(ctx, t.Metrics); err == nil {
-		_ = os.WriteFile(sc.Path("native-before.prom"), snap.Raw, 0o644)
+		_ = keepScrape(sc, "native-before.prom", snap.Raw)
 		before.metrics = snap
 	} else {
 		sc.Log.Warn().Err(err).Msg("native metrics unavailable before the block")

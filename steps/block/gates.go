@@ -3,7 +3,6 @@ package block
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -175,7 +174,7 @@ func afterBlock(sc *engine.StepContext, t target.Target, before beforeState) *en
 		time.Sleep(50 * time.Millisecond)
 	}
 	if err == nil {
-		_ = os.WriteFile(sc.Path("native-after.prom"), snap.Raw, 0o644)
+		_ = keepScrape(sc, "native-after.prom", snap.Raw)
 		if before.metrics != nil {
 			_ = writeJSON(sc.Path("native-deltas.json"), t.Native.Delta(before.metrics, snap))
 		}

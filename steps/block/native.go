@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/steps/internal/promscrape"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 )
@@ -76,4 +77,11 @@ func sampleNative(path string, t target.Target, interval time.Duration, redact f
 		}
 	}()
 	return func() { cancel(); wg.Wait() }
+}
+
+// keepScrape keeps a raw /metrics answer as evidence, with the step's secrets
+// redacted: a server may echo a key into a label (an API key as a tenant label),
+// and the evidence must not hold it. The counters parse the same.
+func keepScrape(sc *engine.StepContext, name string, raw []byte) error {
+	return os.WriteFile(sc.Path(name), []byte(sc.Redact(string(raw))), 0o644)
 }

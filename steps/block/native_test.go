@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/steps/internal/promscrape"
 	"github.com/rigor-bench/rigor/steps/internal/sim"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 )
@@ -61,5 +63,27 @@ func TestSampleNativeSeesRequestsInFlight(t *testing.T) {
 	}
 	if maxRunning != 1 {
 		t.Fatalf("max running %v, want 1 (one hung request in flight)", maxRunning)
+	}
+}
+
+// TestKeptScrapeIsRedacted: a /metrics answer that echoes the target's key in a
+// label is kept with the key redacted, and its counters still parse.
+func TestKeptScrapeIsRedacted(t *testing.T) {
+	const key = "sk-tenant-0123456789"
+	raw := "# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{model_name=\"m\",tenant=\"" + key + "\"} 1234\n"
+	sc := &engine.StepContext{Dir: t.TempDir(), Secrets: []string{key}}
+	if err := keepScrape(sc, "native-after.prom", []byte(raw)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(sc.Path("native-after.prom"))
+	if strings.Contains(string(b), key) || !strings.Contains(string(b), "(sensitive)") {
+		t.Fatalf("kept scrape:\n%s", b)
+	}
+	snap, err := promscrape.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := snap.Sum("vllm:prompt_tokens_total"); !ok || v != 1234 {
+		t.Errorf("counter after redaction: %v %v", v, ok)
 	}
 }

@@ -268,7 +268,7 @@ func overheadEvidence(t *testing.T, corpora map[string]string) *evidence {
 		ev.final[addr] = end
 		ev.blocks = append(ev.blocks, &blockRef{Addr: addr, Conc: 4, Target: map[string]any{"name": "flare"}, End: end,
 			attempts: []*attemptRef{{N: 1, corpus: &blockCorpus{SHA256: corpora[name]}}},
-			stats:    &blockStats{OK: 10, Completion: tok[name] * 10, EndMaxMS: 10_000, TPOTp50: &tpot, TTFTp50: &tpot}})
+			stats:    &blockStats{OK: 10, Completion: tok[name] * 10, CompletedTokens: tok[name] * 10, EndMaxMS: 10_000, TPOTp50: &tpot, TTFTp50: &tpot}})
 	}
 	return ev
 }

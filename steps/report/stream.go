@@ -65,6 +65,9 @@ type blockStats struct {
 	OK         int
 	Outcomes   map[loadgen.Outcome]int
 	Completion int64 // Σ completion tokens over every record with usage
+	// CompletedTokens is Σ completion tokens of the completed requests
+	// (loadgen.Completed): the population of the throughput.
+	CompletedTokens int64
 	Cached     int64
 	CachedRep  int // records that reported cached_tokens
 	EndMaxMS   float64
@@ -94,12 +97,15 @@ type indexed struct {
 // WallS is the block wall time: the latest end_at_ms (loadgen.Summarize's rule).
 func (s *blockStats) WallS() float64 { return s.EndMaxMS / 1000 }
 
-// AggregateTokS is Σ completion tokens / block wall time (loadgen's definition).
+// AggregateTokS is Σ completion tokens of the completed requests / block wall
+// time: loadgen.AggregateOutputTokPerS, the figure the block's result.json holds.
+// A failed request's tokens are not in it (Completion counts them, for energy and
+// the comparison with the engine's own counter).
 func (s *blockStats) AggregateTokS() float64 {
 	if s.WallS() <= 0 {
 		return 0
 	}
-	return float64(s.Completion) / s.WallS()
+	return float64(s.CompletedTokens) / s.WallS()
 }
 
 // scanBlock streams one requests.jsonl. It keeps nothing per record beyond the
@@ -147,6 +153,9 @@ func scanBlock(stateDir, rel, addr string) (*blockStats, error) {
 		if r.Usage != nil {
 			st.PromptSum += int64(r.Usage.PromptTokens)
 			st.Completion += int64(r.Usage.CompletionTokens)
+			if loadgen.Completed(r.Outcome) {
+				st.CompletedTokens += int64(r.Usage.CompletionTokens)
+			}
 			st.prompts = append(st.prompts, indexed{r.Index, float64(r.Usage.PromptTokens)})
 			if r.Usage.CachedTokens != nil {
 				st.Cached += int64(*r.Usage.CachedTokens)

@@ -488,7 +488,7 @@ func (ev *evidence) buildRow(c *cellRef) Row {
 	}
 	mean := aggSum / float64(nBlocks)
 	row.AggregateTokS = &mean
-	row.AggregateBasis = fmt.Sprintf("mean over %d measured block(s) of Σ completion tokens / block wall time; failed requests' tokens included", nBlocks)
+	row.AggregateBasis = fmt.Sprintf("mean over %d measured block(s) of Σ completion tokens of the completed requests / block wall time (each block's result.json figure)", nBlocks)
 	row.Timing = &RowTiming{
 		TTFO: dist(vals[mTTFO]), TTFT: dist(vals[mTTFT]), TPOT: dist(vals[mTPOT]), E2E: dist(vals[mE2E]),
 		Decode: dist(vals[mDecode]), Prefill: dist(vals[mPrefill]),
