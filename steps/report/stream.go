@@ -68,15 +68,15 @@ type blockStats struct {
 	// CompletedTokens is Σ completion tokens of the completed requests
 	// (loadgen.Completed): the population of the throughput.
 	CompletedTokens int64
-	Cached     int64
-	CachedRep  int // records that reported cached_tokens
-	EndMaxMS   float64
-	MaxConc    int
-	vals       [nMetrics][]float64
-	prompts    []indexed // prompt tokens of every record with usage, by index
-	Failures   []failedRequest
-	FailedN    int
-	seen       map[int]bool // request indexes that left a record
+	Cached          int64
+	CachedRep       int // records that reported cached_tokens
+	EndMaxMS        float64
+	MaxConc         int
+	vals            [nMetrics][]float64
+	prompts         []indexed // prompt tokens of every record with usage, by index
+	Failures        []failedRequest
+	FailedN         int
+	seen            map[int]bool // request indexes that left a record
 	// What the validity checks need (validity.go).
 	PromptSum     int64          // Σ usage.prompt_tokens over records with usage
 	Finish        map[string]int // records by finish_reason, whatever their outcome
