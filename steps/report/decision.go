@@ -470,15 +470,21 @@ func (ev *evidence) figure(matrix, arm string, conc, k int, metric string, rows 
 	sum := 0.0
 	for _, b := range cell.Blocks {
 		a := b.settling()
-		if !b.measured() || a == nil || a.stats == nil || len(f.Values) == k {
+		if !b.measured() || a == nil || a.stats == nil {
+			continue
+		}
+		// Every measured block of a compared cell must pass its validity checks,
+		// the repetitions beyond the k the rule compares too: a block that failed
+		// one says the stack or the client misbehaved in that cell.
+		if b.clean() && a.validity != nil && !a.validity.OK {
+			why = append(why, fmt.Sprintf("%s fails validity: %s", blockName(b), strings.Join(a.validity.failed(), "; ")))
+			continue
+		}
+		if len(f.Values) == k {
 			continue
 		}
 		if !b.clean() {
 			f.Excluded = append(f.Excluded, observedLabel(b))
-			continue
-		}
-		if a.validity != nil && !a.validity.OK {
-			why = append(why, fmt.Sprintf("%s fails validity: %s", blockName(b), strings.Join(a.validity.failed(), "; ")))
 			continue
 		}
 		x, bad := blockMetric(a, metric)

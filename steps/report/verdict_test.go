@@ -201,6 +201,32 @@ func TestInvalidBlockCannotSupportAVerdict(t *testing.T) {
 	}
 }
 
+// TestInvalidBlockBeyondTheComparedRepetitions: a rule that compares the first 3
+// repetitions cannot be promoted when the cell's 4th block failed a validity check:
+// every measured block of a compared cell must pass.
+func TestInvalidBlockBeyondTheComparedRepetitions(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "states", "verdict-faster"), dir)
+	p := filepath.Join(dir, "attempts", "block.primary", "candidate", "c2", "r4", "1", "native-deltas.json")
+	var nd map[string]any
+	b, _ := os.ReadFile(p)
+	if err := json.Unmarshal(b, &nd); err != nil {
+		t.Fatal(err)
+	}
+	nd["generation_tokens"] = nd["generation_tokens"].(float64) * 1.5
+	b, _ = json.Marshal(nd)
+	os.WriteFile(p, b, 0o644)
+	r, err := Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ev.plan.Campaign.Decision.MatchedRepetitions = 3
+	v := r.ev.decide(r.rows)
+	if v.Promoted || v.Eligible || !strings.Contains(v.Comparisons[0].Ineligible, "candidate/c2/r4 fails validity: counts: generation tokens client") {
+		t.Fatalf("promoted %v, eligible %v (%q); a failed 4th block must make the comparison ineligible", v.Promoted, v.Eligible, v.Comparisons[0].Ineligible)
+	}
+}
+
 // TestCountMismatchFailsValidity: a block whose client prompt-token count or
 // finish-reason counts disagree with the engine's own counters fails its counts
 // check; the comparison is then ineligible, the cell's validity shows the block
