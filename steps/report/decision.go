@@ -128,9 +128,14 @@ func blockMetric(a *attemptRef, metric string) (float64, string) {
 	if st == nil {
 		return 0, "no records"
 	}
-	pick := func(p *float64) (float64, string) {
+	// A block's median enters a rule only over as many samples as certify it (11
+	// for p50), like any percentile.
+	pick := func(p *float64, m int) (float64, string) {
 		if p == nil {
 			return 0, "no visible success"
+		}
+		if b := stats.QuantileInterval(slices.Sorted(slices.Values(st.vals[m])), 0.5, Level); !b.Certified {
+			return 0, fmt.Sprintf("p50 over %d samples is descriptive: %d certify it", b.N, b.Needed)
 		}
 		return *p, ""
 	}
@@ -141,13 +146,13 @@ func blockMetric(a *attemptRef, metric string) (float64, string) {
 		}
 		return st.AggregateTokS(), ""
 	case "decode_tok_s_p50":
-		return pick(st.Decodep50)
+		return pick(st.Decodep50, mDecode)
 	case "ttft_ms_p50":
-		return pick(st.TTFTp50)
+		return pick(st.TTFTp50, mTTFT)
 	case "tpot_ms_p50":
-		return pick(st.TPOTp50)
+		return pick(st.TPOTp50, mTPOT)
 	case "e2e_ms_p50":
-		return pick(st.E2Ep50)
+		return pick(st.E2Ep50, mE2E)
 	case "joules_per_output_token":
 		e := a.energy
 		switch {

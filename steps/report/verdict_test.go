@@ -330,6 +330,18 @@ func TestRuleMetrics(t *testing.T) {
 	if v.Eligible || !strings.Contains(v.Comparisons[0].Ineligible, "p95 over 22 samples is descriptive: 130 certify it") {
 		t.Errorf("p95 of 22 samples must not decide: %q", v.Comparisons[0].Ineligible)
 	}
+	// A block median too: over 22 samples it is certified (11 are needed) and
+	// decides; over the clean state's 6-request C1 blocks it is descriptive.
+	r.ev.plan.Campaign.Decision.PrimaryMetric = "ttft_ms_p50"
+	if v := r.ev.decide(r.rows); strings.Contains(v.Comparisons[0].Ineligible, "descriptive") {
+		t.Errorf("p50 of 22 samples must decide: %q", v.Comparisons[0].Ineligible)
+	}
+	small := build(t, "clean")
+	small.ev.plan.Campaign.Decision.PrimaryMetric = "ttft_ms_p50"
+	small.ev.plan.Campaign.Decision.PrimaryCells = []string{"c1"}
+	if v := small.ev.decide(small.rows); v.Eligible || !strings.Contains(v.Comparisons[0].Ineligible, "p50 over 6 samples is descriptive: 11 certify it") {
+		t.Errorf("p50 of 6 samples must not decide: %q", v.Comparisons[0].Ineligible)
+	}
 	r.ev.plan.Campaign.Decision.PrimaryMetric = "joules_per_output_token"
 	v = r.ev.decide(r.rows)
 	c := v.Comparisons[0]
