@@ -519,7 +519,7 @@ func (r *Report) failuresSection(d *document) {
 	if total == 0 {
 		s.p("No request failed.")
 	} else {
-		s.p("%d request(s) failed, including priming and requests an interrupted attempt never completed; each stays in its cell's denominator and was not retried or replaced.", total)
+		s.p("%d request(s) failed, including priming and requests an interrupted attempt never completed; each stays in its block's population (a measured block's in its cell's denominator); a block run again after an interruption counts the new attempt beside the failed one, never in its place.", total)
 		if listed < total {
 			s.p("The first %d failures per block are listed (%d of %d); requests.jsonl keeps every one.", maxFailuresKept, listed, total)
 		}

@@ -478,6 +478,10 @@ func TestRetriedBlockStaysInPopulation(t *testing.T) {
 	if !strings.Contains(md, "index 3 (no record)") || !strings.Contains(md, "attempt 1 interrupted (crash), 3 of 22 requests recorded") {
 		t.Error("the report must list the never-completed requests and the retry")
 	}
+	// The failures section does not claim that nothing was run again.
+	if strings.Contains(md, "not retried") || !strings.Contains(md, "counts the new attempt beside the failed one, never in its place") {
+		t.Error("the failures section must say a block run again counts beside the failed attempt")
+	}
 	sj, err := r.SummaryJSON()
 	if err != nil {
 		t.Fatal(err)
