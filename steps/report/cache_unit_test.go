@@ -117,3 +117,14 @@ func TestCacheAtStartIsTheFirstAttempts(t *testing.T) {
 		t.Errorf("first inherited: start %q, column %q", c.Start, c.startText("a"))
 	}
 }
+
+// TestHitRateNeverRoundsUpToAll: 276,480 hits of 276,588 queries (the quickstart's
+// C1 cells) reads >99.9%, not 100.0%; only a cache that never missed reads 100.0%,
+// and only one that never hit 0.0%.
+func TestHitRateNeverRoundsUpToAll(t *testing.T) {
+	for r, want := range map[float64]string{276480.0 / 276588: ">99.9%", 1: "100.0%", 0.4998: "50.0%", 0: "0.0%", 0.0004: "<0.1%", 0.9994: "99.9%"} {
+		if got := hitRate(r); got != want {
+			t.Errorf("hitRate(%g) = %q, want %q", r, got, want)
+		}
+	}
+}

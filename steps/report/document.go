@@ -361,7 +361,7 @@ func (r *Report) distributionSection(d *document) {
 		n := row.Native
 		hr := "—"
 		if n.PrefixHitRate != nil {
-			hr = fmtF(*n.PrefixHitRate*100, 1) + "%"
+			hr = hitRate(*n.PrefixHitRate)
 		}
 		cached := "not reported"
 		if n.CachedTokens != nil {
@@ -858,4 +858,17 @@ func engineMaxText(c *RowConc) string {
 		return "not sampled"
 	}
 	return fmt.Sprintf("%d / %d", *c.EngineRunningMax, *c.EngineWaitingMax)
+}
+
+// hitRate is a prefix-cache hit rate to a tenth of a percent; a cache that missed
+// even once never reads 100.0% (">99.9%"), one that hit even once never 0.0%.
+func hitRate(r float64) string {
+	s := fmtF(r*100, 1)
+	switch {
+	case r < 1 && s == "100.0":
+		return ">99.9%"
+	case r > 0 && s == "0.0":
+		return "<0.1%"
+	}
+	return s + "%"
 }
