@@ -81,6 +81,11 @@ func TestVerdictFasterLowNoise(t *testing.T) {
 	if n := strings.Count(first, "\n"); n > 40 {
 		t.Errorf("the first screen is %d lines", n)
 	}
+	// The energy column shows the incumbent as the verdict does: before / after.
+	e := func(f *CellFigure) string { return fmtF(r.rows[f.CellID].Energy.JoulesPerOutputToken, 3) }
+	if w := "| " + e(c.Baseline) + " / " + e(c.After) + " → " + e(c.Candidate) + " (simulated) |"; c.After == nil || !strings.Contains(first, w) {
+		t.Errorf("the energy column lacks %q", w)
+	}
 }
 
 // TestVerdictNoisyStraddles: the same effect with natural output and few requests

@@ -66,7 +66,7 @@ func (r *Report) glanceSection(d *document) {
 	}
 	s.p("%s. Criterion %s. Metric %s; the candidate (%s) is compared per repetition with the mean of the incumbent blocks before (%s) and after (%s) it.",
 		capital(v.Verdict), crit, ru.PrimaryMetric, ru.CandidateArm, ru.BaselineArm, orText(v.DriftArm, "no after arm"))
-	t := &table{head: []string{"Role", "Cell", "Incumbent before / after (mean)", "Candidate (mean)", "Effect, 95% interval", "Drift after/before, 95% interval", "Validity", "Energy J/output token (incumbent → candidate)", "Decided by", "Holds"}}
+	t := &table{head: []string{"Role", "Cell", "Incumbent before / after (mean)", "Candidate (mean)", "Effect, 95% interval", "Drift after/before, 95% interval", "Validity", "Energy J/output token (incumbent before / after → candidate)", "Decided by", "Holds"}}
 	for _, c := range v.Comparisons {
 		inc, cand, eff, dec, holds := "—", "—", "—", "—", "ineligible"
 		if c.Baseline != nil && c.Baseline.Mean != nil {
@@ -157,7 +157,13 @@ func (r *Report) energyPair(ru *decisionRule, c Comparison) string {
 		}
 		return fmtF(r.rows[f.CellID].Energy.JoulesPerOutputToken, 3)
 	}
-	s := get(c.Baseline) + " → " + get(c.Candidate)
+	// The incumbent as the verdict compares it: before / after when an arm runs
+	// after the candidate, as the throughput column beside it.
+	s := get(c.Baseline)
+	if c.After != nil {
+		s += " / " + get(c.After)
+	}
+	s += " → " + get(c.Candidate)
 	if r.Summary.Statistics.Energy.Simulated {
 		s += " (simulated)"
 	}
