@@ -55,7 +55,7 @@ func (r *Report) document(charts []chart) *document {
 	r.identitiesSection(d)
 	if len(charts) > 0 {
 		cs := d.add("charts", "Charts")
-		cs.p("Machine-derived charts; each states its data source. They show natural output, not fixed-token work, and arms run different executable images: differences are observations, not causal measurements.")
+		cs.p("Machine-derived charts; each states its data source. They show natural output, not fixed-token work; where arms run different executable images, differences between them are observations of the stacks as run, not causal measurements of a component.")
 		for i := range charts {
 			if charts[i].Name != "noise_drift" { // shown in its own section
 				cs.elems = append(cs.elems, elem{chart: &charts[i]})
