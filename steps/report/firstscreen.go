@@ -31,8 +31,8 @@ func (r *Report) firstScreen(d *document) {
 		return
 	}
 	ru := v.Rule
-	top.p("What decided it: %s of %s against the mean of %s and %s, per repetition (details in the sections below):",
-		ru.PrimaryMetric, ru.CandidateArm, ru.BaselineArm, orText(v.DriftArm, "(no after arm)"))
+	top.p("What decided it: %s of %s against %s, per repetition (details in the sections below):",
+		ru.PrimaryMetric, ru.CandidateArm, baselineText(ru.BaselineArm, v.DriftArm))
 	unit := ""
 	if u := metricUnit(ru.PrimaryMetric); u != "" {
 		unit = ", " + u
@@ -220,4 +220,14 @@ func speed(scale float64) string {
 		return fmt.Sprintf("%s× faster than real time", fmtF(1/scale, -1))
 	}
 	return fmt.Sprintf("%s× slower than real time", fmtF(scale, -1))
+}
+
+// baselineText names what a candidate block is compared with: the mean of the
+// incumbent arms before and after it, or, when no incumbent arm runs after the
+// candidate, the one before it alone.
+func baselineText(before, after string) string {
+	if after == "" {
+		return fmt.Sprintf("%s alone (no incumbent arm runs after the candidate)", before)
+	}
+	return fmt.Sprintf("the mean of %s and %s", before, after)
 }

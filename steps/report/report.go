@@ -171,7 +171,7 @@ func (ev *evidence) statistics(rows []Row) Statistics {
 }
 
 // Method is summary.json's statement of how the verdict's statistics are computed.
-const Method = "Repetitions (blocks) are the unit of replication. Per repetition the candidate's block is compared with the mean of the incumbent blocks before and after it (ABBA) as a ratio; the effect is the mean of the per-repetition gains with a two-sided 95% interval: Student's t over the paired gains, or a percentile bootstrap over blocks (10,000 resamples, fixed seed) when there are at least 8 pairs and their skewness exceeds 1 in magnitude. Drift is after/before - 1 per repetition between the incumbent arms, with the same interval."
+const Method = "Repetitions (blocks) are the unit of replication. Per repetition the candidate's block is compared with the mean of the incumbent blocks before and after it (ABBA), or with the block before it alone when no incumbent arm runs after the candidate, as a ratio; the effect is the mean of the per-repetition gains with a two-sided 95% interval: Student's t over the paired gains, or a percentile bootstrap over blocks (10,000 resamples, fixed seed) when there are at least 8 pairs and their skewness exceeds 1 in magnitude. Drift is after/before - 1 per repetition between the incumbent arms, with the same interval."
 
 // verdictStatistics adds the verdict's figures to the statistics block.
 func (ev *evidence) verdictStatistics(st *Statistics, v Verdict) {

@@ -64,8 +64,8 @@ func (r *Report) glanceSection(d *document) {
 	if ru.Criterion == plans.CriterionPoint {
 		crit = "point: the mean paired gain must reach min_gain (the interval is shown but does not decide)"
 	}
-	s.p("%s. Criterion %s. Metric %s; the candidate (%s) is compared per repetition with the mean of the incumbent blocks before (%s) and after (%s) it.",
-		capital(v.Verdict), crit, ru.PrimaryMetric, ru.CandidateArm, ru.BaselineArm, orText(v.DriftArm, "no after arm"))
+	s.p("%s. Criterion %s. Metric %s; the candidate (%s) is compared per repetition with %s.",
+		capital(v.Verdict), crit, ru.PrimaryMetric, ru.CandidateArm, baselineText(ru.BaselineArm, v.DriftArm))
 	t := &table{head: []string{"Role", "Cell", "Incumbent before / after (mean)", "Candidate (mean)", "Effect, 95% interval", "Drift after/before, 95% interval", "Validity", "Energy J/output token (incumbent before / after → candidate)", "Decided by", "Holds"}}
 	for _, c := range v.Comparisons {
 		inc, cand, eff, dec, holds := "—", "—", "—", "—", "ineligible"

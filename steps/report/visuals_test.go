@@ -611,3 +611,21 @@ func TestFirstScreenNamesTheImageServed(t *testing.T) {
 		}
 	}
 }
+
+// TestNoAfterArmIsNamedAsSuch: when no incumbent arm runs after the candidate, the
+// report says the baseline is the block before it alone, wherever it names the
+// baseline, never "the mean of … and (no after arm)".
+func TestNoAfterArmIsNamedAsSuch(t *testing.T) {
+	r := build(t, "verdict-faster")
+	r.Summary.Promotion.DriftArm = ""
+	md := string(r.document(nil).markdown())
+	want := r.Summary.Promotion.Rule.BaselineArm + " alone (no incumbent arm runs after the candidate)"
+	if n := strings.Count(md, want); n < 3 {
+		t.Errorf("%q appears %d times, want it on the first screen, the verdict and the method", want, n)
+	}
+	for _, bad := range []string{"no after arm)", "mean of the incumbent before and after", "before (" + r.Summary.Promotion.Rule.BaselineArm + ") and after ("} {
+		if strings.Contains(md, bad) {
+			t.Errorf("the report still says %q", bad)
+		}
+	}
+}
