@@ -73,7 +73,7 @@ func TestVerdictFasterLowNoise(t *testing.T) {
 	md := string(r.document(nil).markdown())
 	first := md[:strings.Index(md, "## Result card")]
 	for _, w := range []string{"Promoted: every pre-registered criterion holds", pm(*c.Gain) + " [" + pm(c.Interval.Lo) + ", " + pm(c.Interval.Hi) + "] (t, n = 4)",
-		"Drift after/before", pm(*c.Drift.Mean), "12/12 blocks pass", "Energy J/output token", "(simulated)", "minimum detectable effect"} {
+		"Drift after/before", pm(*c.Drift.Mean), ": mean within max ", "12/12 blocks pass", "Energy J/output token", "(simulated)", "minimum detectable effect"} {
 		if !strings.Contains(first, w) {
 			t.Errorf("first screen lacks %q:\n%s", w, first)
 		}

@@ -43,9 +43,9 @@ func driftText(d *Drift) string {
 		s += " " + ivText(d.Interval)
 	}
 	if d.Exceeds {
-		s += fmt.Sprintf(": exceeds max %s", pct(d.Max))
+		s += fmt.Sprintf(": mean exceeds max %s", pct(d.Max))
 	} else {
-		s += fmt.Sprintf(": within max %s", pct(d.Max))
+		s += fmt.Sprintf(": mean within max %s", pct(d.Max))
 	}
 	return s
 }
@@ -206,9 +206,9 @@ func (r *Report) noiseSection(d *document, charts []chart) {
 	case v.DriftArm == "":
 		s.p("No incumbent arm runs after the candidate on the baseline's target, so drift between the arms is not measured.")
 	default:
-		s.p("Drift is %s/%s − 1 of %s per repetition, with its 95%% interval. The bound is %s (%s); a larger drift makes the comparison at that concurrency ineligible: it exceeds what the rule can resolve.",
+		s.p("Drift is %s/%s − 1 of %s per repetition, with its 95%% interval. The bound is %s (%s) on the mean drift; a larger mean makes the comparison at that concurrency ineligible: it exceeds what the rule can resolve. The interval is shown, not bounded: with few repetitions it can be wide although the mean is within the bound.",
 			v.DriftArm, v.Rule.BaselineArm, metric, pct(v.MaxDrift), v.MaxDriftBasis)
-		t := &table{head: []string{"C", "Before cell", "After cell", "Per repetition", "Drift, 95% interval", "Within bound"}}
+		t := &table{head: []string{"C", "Before cell", "After cell", "Per repetition", "Drift, 95% interval", "Mean within bound"}}
 		for _, dr := range st.Drift {
 			var per []string
 			for i, rep := range dr.Repetitions {
