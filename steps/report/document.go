@@ -29,9 +29,15 @@ func (r *Report) document(charts []chart) *document {
 	t.rows = append(t.rows, []string{"GPUs", r.gpusLine()})
 	t.rows = append(t.rows, []string{"Workload contract", r.contractLine()})
 	t.rows = append(t.rows, []string{"Measurement path", r.pathLine()})
-	t.rows = append(t.rows, []string{"Evidence", fmt.Sprintf("%d cells required: %d accepted, %d failed, %d blocked, %d deferred, %d pending. %d blocks with records; %s/%s requests produced visible output including priming; measured repetitions %s/%s. %d priming requests are excluded from every figure.",
+	t.rows = append(t.rows, []string{"Evidence", fmt.Sprintf("%d cells required: %d accepted, %d failed, %d blocked, %d deferred, %d pending. %d blocks with records; in the matrices %s/%s requests produced visible output including priming; measured repetitions %s/%s. %d priming requests are excluded from every figure.",
 		st.RequiredCells, st.AcceptedCells, st.FailedCells, st.BlockedCells, st.DeferredCells, st.PendingCells, st.Blocks,
 		fmtInt(st.SucceededRequests), fmtInt(st.AttemptedRequests), fmtInt(st.MeasuredSucceeded), fmtInt(st.MeasuredAttempted), st.RequestsNotInStatistics)})
+	if st.OtherBlocksAttempted > 0 {
+		// The blocks counted above include those outside a matrix (pilots); their
+		// requests are not in the matrix counts.
+		t.rows[len(t.rows)-1][1] += fmt.Sprintf(" Blocks outside a matrix (pilots and the like) sent %s more requests, %s with visible output, not counted above.",
+			fmtInt(st.OtherBlocksAttempted), fmtInt(st.OtherBlocksSucceeded))
+	}
 	if n := r.ev.observedExcluded(); n > 0 {
 		t.rows[len(t.rows)-1][1] += fmt.Sprintf(" %d measured block(s) a capture ran during are excluded from their cells' figures.", n)
 	}

@@ -629,3 +629,18 @@ func TestNoAfterArmIsNamedAsSuch(t *testing.T) {
 		}
 	}
 }
+
+// TestResultCardCountsPilotRequests: the result card's block count includes the
+// pilots, so it names their requests too, beside the matrices' counts.
+func TestResultCardCountsPilotRequests(t *testing.T) {
+	r := build(t, "clean")
+	st := r.Summary.Statistics
+	if st.OtherBlocksAttempted == 0 {
+		t.Fatal("the clean state has no pilot requests")
+	}
+	md := string(r.document(nil).markdown())
+	want := fmt.Sprintf("Blocks outside a matrix (pilots and the like) sent %d more requests, %d with visible output, not counted above.", st.OtherBlocksAttempted, st.OtherBlocksSucceeded)
+	if !strings.Contains(md, want) || !strings.Contains(md, "in the matrices ") {
+		t.Errorf("the result card lacks %q", want)
+	}
+}
