@@ -451,10 +451,10 @@ func (r *Report) decisionSection(d *document) {
 	if v.PostHoc {
 		kind = fmt.Sprintf("Rule (%s: amendment %s touches it after measured data existed)", PostHocLabel, joinInts(v.PostHocAmendments))
 	}
-	s.p("%s %q: matrix %s; primary metric %s; baseline arm %s, candidate arm %s, drift-control arm %s; primary cells %s need a gain of at least %s; protected cells %s may regress by at most %s; %d matched repetition(s) per cell; criterion %q; drift bound %s (%s). Any failed request in a compared arm or in the drift-control arm, and any block that fails a validity check, makes the comparison ineligible.",
+	s.p("%s %q: matrix %s; primary metric %s; baseline arm %s, candidate arm %s, drift-control arm %s; primary cells %s need a gain of at least %s; %s; %d matched repetition(s) per cell; criterion %q; drift bound %s (%s). Any failed request in a compared arm or in the drift-control arm, and any block that fails a validity check, makes the comparison ineligible.",
 		kind, ru.Name, ru.Matrix, ru.PrimaryMetric, ru.BaselineArm, ru.CandidateArm, orText(v.DriftArm, "(none)"), strings.Join(ru.PrimaryCells, ", "), pct(ru.MinGain),
-		orNone(ru.ProtectedCells), pct(ru.MaxProtectedRegression), ru.MatchedRepetitions, ru.Criterion, pct(v.MaxDrift), v.MaxDriftBasis)
-	s.p("Per repetition, gain = candidate / baseline − 1 when higher is better and 1 − candidate / baseline when lower is better, the baseline being %s. The effect is the mean gain; its 95%% interval is Student's t over the per-repetition gains (bootstrap over blocks when at least %d are skewed beyond %g). Both criteria are shown so a reader can redo either.", baselineText(ru.BaselineArm, v.DriftArm), stats.BootstrapMinN, stats.SkewLimit)
+		protectedText(ru.ProtectedCells, ru.MaxProtectedRegression), ru.MatchedRepetitions, ru.Criterion, pct(v.MaxDrift), v.MaxDriftBasis)
+	s.p("Per repetition, gain = candidate / baseline − 1 when higher is better and 1 − candidate / baseline when lower is better, the baseline being %s. The effect is the mean gain; its 95%% interval is Student's t over the per-repetition gains (a bootstrap over blocks when there are at least %d and their skewness exceeds %g). Both criteria are shown so a reader can redo either.", baselineText(ru.BaselineArm, v.DriftArm), stats.BootstrapMinN, stats.SkewLimit)
 	t := &table{head: []string{"Role", "Cell", "Repetitions: baseline vs candidate → gain", "Mean gain", "95% interval", "Criterion", "Point would hold", "Interval would hold", "Decided by", "Holds"}}
 	for _, c := range v.Comparisons {
 		gain, iv, holds, dec := "—", "—", "ineligible: "+c.Ineligible, "—"
@@ -877,4 +877,13 @@ func hitRate(r float64) string {
 		return "<0.1%"
 	}
 	return s + "%"
+}
+
+// protectedText states a rule's protected cells and the regression they may take,
+// or that it protects none.
+func protectedText(cells []string, maxRegression float64) string {
+	if len(cells) == 0 {
+		return "no protected cells"
+	}
+	return fmt.Sprintf("protected cells %s may regress by at most %s", strings.Join(cells, ", "), pct(maxRegression))
 }

@@ -644,3 +644,21 @@ func TestResultCardCountsPilotRequests(t *testing.T) {
 		t.Errorf("the result card lacks %q", want)
 	}
 }
+
+// TestRuleWithoutProtectedCells: a rule that protects no cell says so, not that
+// "(none)" may regress by 0.00%.
+func TestRuleWithoutProtectedCells(t *testing.T) {
+	if got := protectedText(nil, 0); got != "no protected cells" {
+		t.Errorf("%q", got)
+	}
+	if got := protectedText([]string{"c1", "c2"}, 0.03); got != "protected cells c1, c2 may regress by at most 3.00%" {
+		t.Errorf("%q", got)
+	}
+	r := build(t, "verdict-faster")
+	if len(r.Summary.Promotion.Rule.ProtectedCells) != 0 {
+		t.Fatal("verdict-faster's rule must protect no cell for this test")
+	}
+	if md := string(r.document(nil).markdown()); !strings.Contains(md, "; no protected cells;") || strings.Contains(md, "(none) may regress") {
+		t.Error("the rule's paragraph does not say it protects no cell")
+	}
+}
