@@ -40,6 +40,12 @@ func UnknownText(marks cty.ValueMarks) string {
 	return "(known after " + strings.Join(after, ", ") + ")"
 }
 
+// IsUnknownText reports whether s is how UnknownText shows an unknown value, as a
+// plan's JSON carries it.
+func IsUnknownText(s string) bool {
+	return strings.HasPrefix(s, "(known after ") && strings.HasSuffix(s, ")")
+}
+
 // IsWholeKnown reports whether v and everything inside it is known.
 func IsWholeKnown(v cty.Value) bool {
 	u, _ := v.UnmarkDeep()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rigor-bench/rigor/plans"
 	"github.com/rigor-bench/rigor/steps/internal/target"
 )
 
@@ -205,9 +206,9 @@ func servingText(tg map[string]any, observed []string) string {
 		return s
 	}
 	switch {
-	case strings.HasPrefix(img, "(known after ") && len(observed) > 0:
+	case plans.IsUnknownText(img) && len(observed) > 0:
 		img = strings.Join(observed, ", ")
-	case strings.HasPrefix(img, "(known after "):
+	case plans.IsUnknownText(img):
 		img = "not observed " + img
 	case img == "":
 		img = "(no image declared)"
