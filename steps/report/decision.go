@@ -134,8 +134,8 @@ func blockMetric(a *attemptRef, metric string) (float64, string) {
 		if p == nil {
 			return 0, "no visible success"
 		}
-		if b := stats.QuantileInterval(slices.Sorted(slices.Values(st.vals[m])), 0.5, Level); !b.Certified {
-			return 0, fmt.Sprintf("p50 over %d samples is descriptive: %d certify it", b.N, b.Needed)
+		if n, need := len(st.vals[m]), stats.CertifiedMin(0.5, stats.CertifyConfidence); n < need {
+			return 0, fmt.Sprintf("p50 over %d samples is descriptive: %d certify it", n, need)
 		}
 		return *p, ""
 	}
