@@ -181,22 +181,43 @@ func TestVerdictDriftIneligible(t *testing.T) {
 	}
 }
 
-// TestInvalidBlockCannotSupportAVerdict: a candidate block whose client and native
-// token counts disagree fails its validity check, and the comparison is ineligible.
-func TestInvalidBlockCannotSupportAVerdict(t *testing.T) {
+// editedNativeDeltas builds a copy of the verdict-faster state whose candidate/c2
+// block of repetition rep has its native-deltas.json edited by edit.
+func editedNativeDeltas(t *testing.T, rep string, edit func(nd map[string]any)) *Report {
+	t.Helper()
 	dir := t.TempDir()
 	copyDir(t, filepath.Join("testdata", "states", "verdict-faster"), dir)
-	p := filepath.Join(dir, "attempts", "block.primary", "candidate", "c2", "r2", "1", "native-deltas.json")
+	p := filepath.Join(dir, "attempts", "block.primary", "candidate", "c2", rep, "1", "native-deltas.json")
 	var nd map[string]any
-	b, _ := os.ReadFile(p)
-	json.Unmarshal(b, &nd)
-	nd["generation_tokens"] = nd["generation_tokens"].(float64) * 1.5
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &nd); err != nil {
+		t.Fatal(err)
+	}
+	edit(nd)
 	b, _ = json.Marshal(nd)
-	os.WriteFile(p, b, 0o644)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r, err := Build(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// moreGenerationTokens inflates the engine's generation-token count by half: no
+// rounding explains it, so the block's counts check fails.
+func moreGenerationTokens(nd map[string]any) {
+	nd["generation_tokens"] = nd["generation_tokens"].(float64) * 1.5
+}
+
+// TestInvalidBlockCannotSupportAVerdict: a candidate block whose client and native
+// token counts disagree fails its validity check, and the comparison is ineligible.
+func TestInvalidBlockCannotSupportAVerdict(t *testing.T) {
+	r := editedNativeDeltas(t, "r2", moreGenerationTokens)
 	c := r.Summary.Promotion.Comparisons[0]
 	if c.Eligible || !strings.Contains(c.Ineligible, "candidate/c2/r2 fails validity: counts: generation tokens client") {
 		t.Fatalf("want ineligible by a failed validity check: %q", c.Ineligible)
@@ -210,21 +231,7 @@ func TestInvalidBlockCannotSupportAVerdict(t *testing.T) {
 // repetitions cannot be promoted when the cell's 4th block failed a validity check:
 // every measured block of a compared cell must pass.
 func TestInvalidBlockBeyondTheComparedRepetitions(t *testing.T) {
-	dir := t.TempDir()
-	copyDir(t, filepath.Join("testdata", "states", "verdict-faster"), dir)
-	p := filepath.Join(dir, "attempts", "block.primary", "candidate", "c2", "r4", "1", "native-deltas.json")
-	var nd map[string]any
-	b, _ := os.ReadFile(p)
-	if err := json.Unmarshal(b, &nd); err != nil {
-		t.Fatal(err)
-	}
-	nd["generation_tokens"] = nd["generation_tokens"].(float64) * 1.5
-	b, _ = json.Marshal(nd)
-	os.WriteFile(p, b, 0o644)
-	r, err := Build(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := editedNativeDeltas(t, "r4", moreGenerationTokens)
 	r.ev.plan.Campaign.Decision.MatchedRepetitions = 3
 	v := r.ev.decide(r.rows)
 	if v.Promoted || v.Eligible || !strings.Contains(v.Comparisons[0].Ineligible, "candidate/c2/r4 fails validity: counts: generation tokens client") {
@@ -252,26 +259,7 @@ func TestCountMismatchFailsValidity(t *testing.T) {
 		}, "candidate/c2/r2 fails validity: counts: finish stop client 0 / native 1; finish length client 22 / native 21"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			copyDir(t, filepath.Join("testdata", "states", "verdict-faster"), dir)
-			p := filepath.Join(dir, "attempts", "block.primary", "candidate", "c2", "r2", "1", "native-deltas.json")
-			var nd map[string]any
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &nd); err != nil {
-				t.Fatal(err)
-			}
-			tc.edit(nd)
-			b, _ = json.Marshal(nd)
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			r, err := Build(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := editedNativeDeltas(t, "r2", tc.edit)
 			c := r.Summary.Promotion.Comparisons[0]
 			if c.Eligible || !strings.Contains(c.Ineligible, tc.want) {
 				t.Fatalf("ineligible %q, want it to contain %q", c.Ineligible, tc.want)
@@ -280,7 +268,7 @@ func TestCountMismatchFailsValidity(t *testing.T) {
 				t.Errorf("validity %+v, want one failed block", v)
 			}
 			out := t.TempDir()
-			if _, err := r.Write(Options{State: dir, Out: out, Format: "md"}); err != nil {
+			if _, err := r.Write(Options{State: r.ev.dir, Out: out, Format: "md"}); err != nil {
 				t.Fatal(err)
 			}
 			md, err := os.ReadFile(filepath.Join(out, "report.md"))
