@@ -169,6 +169,26 @@ func (r *run) apply(ctx context.Context, campaign string, vars ...string) (int, 
 	return code, string(out)
 }
 
+// onceCandidateSends runs do once block.candidate's first attempt has begun
+// sending (its requests.jsonl exists) and delay has passed, or gives up when ctx
+// ends; the channel carries do's error, or ctx's.
+func (r *run) onceCandidateSends(ctx context.Context, delay time.Duration, do func(context.Context) error) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		started := filepath.Join(r.state, "attempts", "block.candidate", "1", "requests.jsonl")
+		for ctx.Err() == nil {
+			if _, err := os.Stat(started); err == nil {
+				time.Sleep(delay)
+				done <- do(ctx)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		done <- ctx.Err()
+	}()
+	return done
+}
+
 func (r *run) journal() []engine.Record {
 	r.t.Helper()
 	return campaigntest.Journal(r.t, r.state)
@@ -403,20 +423,10 @@ func TestKillDuringBlockStopsAndRestores(t *testing.T) {
 	r := newRun(t, api)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	killed := make(chan error, 1)
-	go func() {
-		// Kill the candidate's process a moment after its block started sending.
-		dir := filepath.Join(r.state, "attempts", "block.candidate", "1", "requests.jsonl")
-		for ctx.Err() == nil {
-			if _, err := os.Stat(dir); err == nil {
-				time.Sleep(700 * time.Millisecond)
-				killed <- api.ContainerKill(ctx, r.prefix+"-candidate", "KILL")
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		killed <- ctx.Err()
-	}()
+	// Kill the candidate's process a moment after its block started sending.
+	killed := r.onceCandidateSends(ctx, 700*time.Millisecond, func(ctx context.Context) error {
+		return api.ContainerKill(ctx, r.prefix+"-candidate", "KILL")
+	})
 	code, out := r.apply(ctx, "campaign.hcl", fmt.Sprintf("port=%d", freePort(t)), "time_scale=0.5", "requests=8")
 	if err := <-killed; err != nil {
 		t.Fatalf("kill the candidate: %v\n%s", err, out)
@@ -626,19 +636,10 @@ func TestRestoreRecreatesARemovedIncumbent(t *testing.T) {
 	r := newRun(t, api)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	removed := make(chan error, 1)
 	watch, stopWatching := context.WithCancel(ctx)
-	go func() {
-		started := filepath.Join(r.state, "attempts", "block.candidate", "1", "requests.jsonl")
-		for watch.Err() == nil {
-			if _, err := os.Stat(started); err == nil {
-				removed <- api.ContainerRemove(watch, r.prefix+"-incumbent", container.RemoveOptions{Force: true})
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		removed <- watch.Err()
-	}()
+	removed := r.onceCandidateSends(watch, 0, func(ctx context.Context) error {
+		return api.ContainerRemove(ctx, r.prefix+"-incumbent", container.RemoveOptions{Force: true})
+	})
 	code, out := r.apply(ctx, "campaign.hcl", fmt.Sprintf("port=%d", freePort(t)), "time_scale=0.5", "requests=8")
 	stopWatching() // a watcher still waiting for the candidate's block gives up now
 	if err := <-removed; err != nil {
