@@ -381,7 +381,7 @@ step "deploy" "flare_extended" {
 # three repetitions on the same corpus with deterministic request IDs per repetition;
 # every arm resets its target's prefix cache before the first block of each cell. On
 # the simulator, with the counts this pilot freezes at the default block_seconds, the
-# C1 repetitions find their corpus cached; the C4 corpus (160 prompts of about 7.7K
+# C1 repetitions find their corpus cached; the C4 corpus (about 160 prompts of 7.7K
 # tokens) outgrows the 998,210-token prefix cache, so its repetitions find it evicted
 # and result.json records the contradiction (seed 001: "a primed corpus is not
 # necessarily resident"). With smaller counts (a smaller block_seconds) it fits.
