@@ -233,7 +233,7 @@ func TestCacheResetRefused(t *testing.T) {
 		defer cancel()
 		run := runSimBlock(t, rn, blockOpts{reset: true, targetAttrs: map[string]cty.Value{"cache_reset": cty.StringVal("/reset_prefix_cache")}})
 		check(t, run, "cache reset before the block: POST /reset_prefix_cache: 400 Bad Request: ")
-		check(t, run, "prefix cache not reset: 1 requests are running or waiting")
+		check(t, run, "prefix cache not reset: 1 request is running or waiting")
 		cancel()
 		<-hung
 	})

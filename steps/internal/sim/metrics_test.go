@@ -3,7 +3,10 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -287,26 +290,45 @@ func TestCacheReset(t *testing.T) {
 		})
 	}
 	t.Run("refused under load", func(t *testing.T) {
-		rn := startServer(t, Config{TimeScale: fastScale, Faults: Faults{HangRate: 1, HangAfter: 1}})
+		// One request runs and one waits (a batch of one): the refusal counts both,
+		// and the cache survives it.
+		rn := startServer(t, Config{TimeScale: fastScale, MaxRunning: 1})
+		if _, err := doStream(context.Background(), rn.URL(), "/v1/chat/completions", "primed", streamChat(strings.Repeat("cached words ", 64), 2)); err != nil {
+			t.Fatal(err)
+		}
+		if err := rn.Server().SetFaults(Faults{HangRate: 1, HangAfter: 1}); err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_, _ = doStream(ctx, rn.URL(), "/v1/chat/completions", "hung", streamChat("x y z", 8))
-		}()
+		var wg sync.WaitGroup
+		for _, prompt := range []string{"hung one", "hung two"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = doStream(ctx, rn.URL(), "/v1/chat/completions", prompt, streamChat(prompt+" x y z", 8))
+			}()
+		}
 		deadline := time.Now().Add(5 * time.Second)
-		for rn.Server().Stats().Running != 1 && time.Now().Before(deadline) {
+		for st := rn.Server().Stats(); (st.Running != 1 || st.Waiting != 1) && time.Now().Before(deadline); st = rn.Server().Stats() {
 			time.Sleep(5 * time.Millisecond)
 		}
+		if st := rn.Server().Stats(); st.Running != 1 || st.Waiting != 1 {
+			t.Fatalf("%d running and %d waiting, want 1 and 1", st.Running, st.Waiting)
+		}
+		cachedBefore := rn.Server().Stats().PrefixCacheTokens
 		resp, err := http.Post(rn.URL()+"/reset_prefix_cache", "application/json", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("reset with a request running: %d, want 400", resp.StatusCode)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "2 requests are running or waiting") {
+			t.Errorf("reset with one request running and one waiting: %d %s, want 400 counting 2", resp.StatusCode, body)
+		}
+		if got := rn.Server().Stats().PrefixCacheTokens; got != cachedBefore || cachedBefore == 0 {
+			t.Errorf("the refused reset changed the cache: %d tokens before, %d after", cachedBefore, got)
 		}
 		cancel()
-		<-done
+		wg.Wait()
 	})
 }

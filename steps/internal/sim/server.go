@@ -200,7 +200,11 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // cache state of the requests in flight depend on timing.
 func (s *Server) serveCacheReset(w http.ResponseWriter, r *http.Request) {
 	if n := s.eng.resetCache(); n > 0 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("prefix cache not reset: %d requests are running or waiting", n))
+		what := fmt.Sprintf("%d requests are", n)
+		if n == 1 {
+			what = "1 request is"
+		}
+		writeError(w, http.StatusBadRequest, "BadRequestError", "prefix cache not reset: "+what+" running or waiting")
 		return
 	}
 	w.WriteHeader(http.StatusOK)
