@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -391,6 +392,87 @@ func TestFleetCancelledMidBlock(t *testing.T) {
 	for _, a := range rep.Agents {
 		if a.Records != a.Planned || a.Failure != "" {
 			t.Fatalf("agent %+v", a)
+		}
+	}
+}
+
+// clockAgent is an agent ahead of the authority by skew that answers clock
+// exchange n after delay(n) on the way in, then closes when it is sent its job.
+// The channel reports how many exchanges it answered.
+func clockAgent(t *testing.T, skew time.Duration, delay func(n int) time.Duration) (string, <-chan int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	exchanges := make(chan int, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		c := newConn(nc)
+		c.send(message{T: kindHello, Version: Version, CPUs: 1})
+		n := 0
+		for {
+			m, err := c.read()
+			if err != nil || m.T != kindClock {
+				exchanges <- n // the job, or the authority gave up: close
+				return
+			}
+			n++
+			time.Sleep(delay(n))
+			now := time.Now().Add(skew).UnixNano()
+			c.send(message{T: kindClock, RecvNS: now, SendNS: now})
+		}
+	}()
+	return "tcp://" + ln.Addr().String(), exchanges
+}
+
+// The clock offset comes from the shortest of 16 exchanges, whichever it is: an
+// agent 500 ms ahead answers 15 of them after a 30 ms delay on the way in, and
+// the 11th at once. The offset, its bound and the round trip are the 11th's.
+func TestFleetClockFromTheShortestOf16Exchanges(t *testing.T) {
+	const skew, slow = 500 * time.Millisecond, 30 * time.Millisecond
+	agent, exchanges := clockAgent(t, skew, func(n int) time.Duration {
+		if n == 11 {
+			return 0
+		}
+		return slow
+	})
+	f := Fleet{Agents: []string{agent}, Limits: Limits{MaxCPUShare: 1000, MaxClockBound: time.Second, Silence: 2 * time.Second}}
+	_, rep, err := f.Run(context.Background(), block(startSim(t, time.Millisecond), 1, 1, 1), io.Discard)
+	if err == nil {
+		t.Fatal("an agent that closed instead of taking its job did not fail the block")
+	}
+	if n := <-exchanges; n != 16 {
+		t.Errorf("%d clock exchanges, want 16", n)
+	}
+	a := rep.Agents[0]
+	if a.RoundTripMS >= ms(slow) || a.ClockBoundMS > a.RoundTripMS/2 {
+		t.Errorf("round trip %.3f ms, bound %.3f ms: not the fast exchange's (the others took over %v)", a.RoundTripMS, a.ClockBoundMS, slow)
+	}
+	if math.Abs(a.ClockOffsetMS-ms(skew)) > a.ClockBoundMS+0.5 {
+		t.Errorf("offset %.3f ms, want %v within its bound ±%.3f ms", a.ClockOffsetMS, skew, a.ClockBoundMS)
+	}
+}
+
+// By default an agent whose clock bound (half the shortest round trip) is above
+// 5 ms fails before the block starts; one below it takes its job.
+func TestFleetDefaultClockBoundIs5ms(t *testing.T) {
+	endpoint := startSim(t, time.Millisecond)
+	for _, tc := range []struct {
+		delay  time.Duration
+		refuse bool
+	}{{14 * time.Millisecond, true}, {6 * time.Millisecond, false}} {
+		agent, exchanges := clockAgent(t, 0, func(int) time.Duration { return tc.delay })
+		f := Fleet{Agents: []string{agent}, Limits: Limits{MaxCPUShare: 1000, Silence: 2 * time.Second}}
+		_, rep, err := f.Run(context.Background(), block(endpoint, 1, 1, 1), io.Discard)
+		<-exchanges
+		refused := err != nil && strings.Contains(err.Error(), "clock offset cannot be bounded: ±") && strings.Contains(err.Error(), "exceeds the limit 5ms")
+		if refused != tc.refuse || rep.Limits.MaxClockBoundMS != 5 {
+			t.Errorf("every exchange delayed %v: err %v (limit %v ms), want refused %v", tc.delay, err, rep.Limits.MaxClockBoundMS, tc.refuse)
 		}
 	}
 }
