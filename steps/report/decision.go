@@ -308,15 +308,15 @@ func (c Comparison) why(rule *decisionRule) string {
 	}
 	var s string
 	if c.Role == "primary" {
-		s = fmt.Sprintf("primary cell %s: mean gain %s", c.Cell, pct(g))
+		s = fmt.Sprintf("primary cell %s: mean gain %s", c.Cell, pm(g))
 		if !math.IsNaN(lo) {
-			s += fmt.Sprintf(", 95%% interval lower bound %s", pct(lo))
+			s += fmt.Sprintf(", 95%% interval lower bound %s", pm(lo))
 		}
 		s += fmt.Sprintf(", minimum %s", pct(rule.MinGain))
 	} else {
-		s = fmt.Sprintf("protected cell %s: mean regression %s", c.Cell, pct(-g))
+		s = fmt.Sprintf("protected cell %s: mean regression %s", c.Cell, pm(-g))
 		if !math.IsNaN(lo) {
-			s += fmt.Sprintf(", 95%% interval upper bound of the regression %s", pct(-lo))
+			s += fmt.Sprintf(", 95%% interval upper bound of the regression %s", pm(-lo))
 		}
 		s += fmt.Sprintf(", maximum %s", pct(rule.MaxProtectedRegression))
 	}
