@@ -65,8 +65,8 @@ type cacheStart struct {
 	// one, when the cache was carried over.
 	CarriedFrom *carried `json:"carried_from,omitempty"`
 	// InheritedFromOtherArm: the cache was carried over from a block of another arm
-	// (or from a block outside any matrix), not reset: this arm did not start from a
-	// state of its own.
+	// (another matrix's arm of the same name included, or a block outside any
+	// matrix), not reset: this arm did not start from a state of its own.
 	InheritedFromOtherArm bool `json:"inherited_from_other_arm"`
 }
 
@@ -203,9 +203,16 @@ func cacheStartOf(sc *engine.StepContext, t target.Target, rc *resetCall, before
 		break
 	}
 	if st.CarriedFrom != nil {
-		st.InheritedFromOtherArm = st.CarriedFrom.Arm != target.Str(sc.Config, "arm")
+		// An arm of the same name in another matrix is another arm.
+		st.InheritedFromOtherArm = st.CarriedFrom.Arm != target.Str(sc.Config, "arm") || stepOf(st.CarriedFrom.Addr) != stepOf(sc.Addr)
 	}
 	return st
+}
+
+// stepOf is the step an instance address belongs to: block.m of block.m["a/c4/r1"].
+func stepOf(addr string) string {
+	step, _, _ := strings.Cut(addr, "[")
+	return step
 }
 
 // observe computes the reuse the block saw: from the records' cached_tokens and from

@@ -159,14 +159,16 @@ func TestCorpusProtocolReuse(t *testing.T) {
 	}
 
 	// Repeated prefixes share within the block, then the primed repetition finds all.
+	// Matrix x's arm a is not the lane's arm a: what the lane left is inherited.
 	shared := c.run(`block.x["a/c4/prime"]`, blockOpts{phase: "priming", prefixes: "repeated", arm: "a"})
-	check("repeated priming", shared, want{expected: "shared", start: block.StartCarriedOver, lo: 0.5, hi: 0.95})
+	check("repeated priming", shared, want{expected: "shared", start: block.StartCarriedOver, lo: 0.5, hi: 0.95, inherited: true, carriedFrom: `block.lane["a/c4/r2"]`})
 	primedShared := c.run(`block.x["a/c4/r1"]`, blockOpts{phase: "measured", prefixes: "repeated", primed: true, repetition: 1, arm: "a"})
-	check("repeated measured", primedShared, want{expected: "primed", start: block.StartCarriedOver, lo: 0.95, hi: 1})
+	check("repeated measured", primedShared, want{expected: "primed", start: block.StartCarriedOver, lo: 0.95, hi: 1, carriedFrom: `block.x["a/c4/prime"]`})
 
 	// A declared expectation overrides the protocol's, and is held to the counters.
+	// Back in matrix m after matrix x's blocks, arm a inherits x's cache.
 	declared := c.run(`block.m["a/c4/r3"]`, blockOpts{phase: "measured", primed: true, repetition: 3, arm: "a", expect: "cold"})
-	check("declared cold on a primed corpus", declared, want{expected: "cold", start: block.StartCarriedOver, lo: 0.95, hi: 1, contradiction: "expected cold"})
+	check("declared cold on a primed corpus", declared, want{expected: "cold", start: block.StartCarriedOver, lo: 0.95, hi: 1, contradiction: "expected cold", inherited: true, carriedFrom: `block.x["a/c4/r1"]`})
 	if declared.block.Cache.ExpectedFrom != "declared" || reps[0].block.Cache.ExpectedFrom != "derived" {
 		t.Errorf("expected_from %q / %q", declared.block.Cache.ExpectedFrom, reps[0].block.Cache.ExpectedFrom)
 	}

@@ -28,6 +28,9 @@ type RowCache struct {
 	PrimingContradictions []string `json:"priming_contradictions,omitempty"`
 	// firstInherited is the first attempt's entry of Inherited, when it inherited.
 	firstInherited *Inheritance
+	// startUnattributed: the first attempt's cache was carried over, but no earlier
+	// block had run on its container (traffic from outside any block).
+	startUnattributed bool
 }
 
 // Inheritance is one block attempt that started from another arm's cache.
@@ -50,8 +53,9 @@ func cellCache(c *cellRef) *RowCache {
 			first := rc == nil
 			if first {
 				rc = &RowCache{Expected: []string{}, Start: "not recorded"}
-				if a.cache.Start != nil {
-					rc.Start = a.cache.Start.State
+				if st := a.cache.Start; st != nil {
+					rc.Start = st.State
+					rc.startUnattributed = st.State == "carried_over" && st.CarriedFrom == nil
 				}
 			}
 			if st := a.cache.Start; st != nil && st.InheritedFromOtherArm {
@@ -131,6 +135,9 @@ func (c *RowCache) startText(arm string) string {
 	case "fresh_server":
 		return "fresh server"
 	case "carried_over":
+		if c.startUnattributed {
+			return "carried over from traffic before any block on its container"
+		}
 		return "carried over from arm " + arm + "'s own blocks"
 	case "unknown":
 		return "unknown (no reset, no native counters)"

@@ -116,6 +116,15 @@ func TestCacheAtStartIsTheFirstAttempts(t *testing.T) {
 	if c := cell(inherited, reset); c.Start != "carried_over" || c.startText("a") != `inherited from arm b (block.m["b/c2/r1"]) at r1` {
 		t.Errorf("first inherited: start %q, column %q", c.Start, c.startText("a"))
 	}
+	// Carried over from the arm's own earlier block, or from traffic no block sent.
+	own := cache(`{"expected":"primed","start":{"state":"carried_over","carried_from":{"addr":"block.m[\"a/c1/r3\"]","arm":"a"},"inherited_from_other_arm":false}}`)
+	if c := cell(own, reset); c.Start != "carried_over" || c.startText("a") != "carried over from arm a's own blocks" {
+		t.Errorf("carried over from its own block: start %q, column %q", c.Start, c.startText("a"))
+	}
+	unattributed := cache(`{"expected":"cold","start":{"state":"carried_over","inherited_from_other_arm":false}}`)
+	if c := cell(unattributed, reset); c.Start != "carried_over" || c.startText("a") != "carried over from traffic before any block on its container" {
+		t.Errorf("carried over with no earlier block: start %q, column %q", c.Start, c.startText("a"))
+	}
 }
 
 // TestHitRateNeverRoundsUpToAll: 276,480 hits of 276,588 queries (the quickstart's
