@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/rigor-bench/rigor/engine/atomicfile"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/spf13/cobra"
 )
@@ -75,7 +76,12 @@ means every *.hcl file in it and below it (one with none is an error).`,
 				unformatted++
 				fmt.Fprintln(g.stdout, f)
 				if !check {
-					if err := os.WriteFile(f, out, 0o644); err != nil {
+					// Replaced whole: a full disk must not leave half a campaign file.
+					perm := os.FileMode(0o644)
+					if st, err := os.Stat(f); err == nil {
+						perm = st.Mode().Perm()
+					}
+					if err := atomicfile.Write(f, out, perm); err != nil {
 						return &exitError{code: 1, msg: err.Error()}
 					}
 				}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/rigor-bench/rigor/engine/atomicfile"
 )
 
 // Sentinel errors of the container runtime, wrapped with the container or image named.
@@ -657,20 +658,7 @@ func writeFileAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, append(b, '\n'), 0o600)
 }
 
 // incarnationOf names one start of a container's server.
