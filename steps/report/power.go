@@ -33,7 +33,7 @@ type PowerEstimate struct {
 	Resolvable bool `json:"resolvable"`
 	// CandidateStarted says whether any candidate block has started.
 	CandidateStarted bool `json:"candidate_traffic_started"`
-	// RuleLockedBy is the first measured block the rule judges that has started:
+	// RuleLockedBy is the first measured block of the matrix the rule judges that has started:
 	// from then on a change of the rule is post-hoc (engine semantics 10).
 	RuleLockedBy string `json:"rule_locked_by,omitempty"`
 	Flag         string `json:"flag,omitempty"`
@@ -123,9 +123,9 @@ func (ev *evidence) power() *PowerEstimate {
 		add("protected", sel, rule.MaxProtectedRegression)
 	}
 	if !p.Resolvable {
-		when := "no measured block the rule judges has started, so the rule can still be amended prospectively (rigor plan diff --record)"
+		when := "no measured block of the matrix the rule judges has started, so the rule can still be amended prospectively (rigor plan diff --record)"
 		if p.RuleLockedBy != "" {
-			when = p.RuleLockedBy + ", a measured block the rule judges, has started, so an amendment of the rule now is post-hoc and can never promote"
+			when = p.RuleLockedBy + ", a measured block of the matrix the rule judges, has started, so an amendment of the rule now is post-hoc and can never promote"
 		}
 		p.Flag = fmt.Sprintf("the rule cannot be resolved with %d matched repetition(s) at every compared cell; %s", p.Repetitions, when)
 	}
