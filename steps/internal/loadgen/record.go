@@ -23,9 +23,12 @@ const (
 	// failed before any response (connection refused or reset).
 	HTTPError Outcome = "http_error"
 	// StreamError: after a 2xx, an in-band {"error":…} object, an "event: error", a
-	// malformed chunk, a stream that ended or broke before [DONE], or a stream the
-	// server ended with finish_reason "abort" or "error" (vLLM's request_success
-	// counter labels such requests so; they did not complete).
+	// malformed chunk, a stream that ended or broke before [DONE] (naming the
+	// Content-Type when nothing in it was SSE), a stream the server ended with
+	// finish_reason "abort" or "error" (vLLM's request_success counter labels such
+	// requests so; they did not complete; a later finish_reason does not undo it),
+	// or a usage the stream contradicts: a negative or absurd count, or fewer
+	// completion tokens than chunks that carried tokens.
 	StreamError Outcome = "stream_error"
 	// Timeout: the per-request timeout fired.
 	Timeout Outcome = "timeout"

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,12 +65,15 @@ type wireChunk struct {
 }
 
 // nonEmpty reports whether a raw JSON value carries something: not absent, null,
-// "", [] or {}.
+// "", or an array or object with nothing but whitespace inside ([], { }).
 func nonEmpty(raw json.RawMessage) bool {
 	s := bytes.TrimSpace(raw)
 	switch string(s) {
-	case "", "null", `""`, "[]", "{}":
+	case "", "null", `""`:
 		return false
+	}
+	if n := len(s); n >= 2 && (s[0] == '[' && s[n-1] == ']' || s[0] == '{' && s[n-1] == '}') {
+		return len(bytes.TrimSpace(s[1:n-1])) > 0
 	}
 	return true
 }
@@ -172,10 +176,16 @@ func (r *runner) do(w *worker, i int, sched time.Time) Record {
 	w.body.reset(resp)
 	if resp.status < 200 || resp.status > 299 {
 		msg, _ := io.ReadAll(io.LimitReader(&w.body, 4*excerptLen))
-		return fail(HTTPError, fmt.Sprintf("HTTP %d: %s", resp.status, msg))
+		// The headers that say what to do next: when to retry, where the API moved.
+		for _, h := range []string{"Retry-After", "Location"} {
+			if v := headerValue(resp.head, h); v != "" {
+				msg = fmt.Appendf(msg, " (%s: %s)", h, v)
+			}
+		}
+		return fail(HTTPError, fmt.Sprintf("HTTP %d: %s", resp.status, bytes.TrimSpace(msg)))
 	}
 
-	outcome, msg, done := r.stream(w, &rec)
+	outcome, msg, done := r.stream(w, &rec, resp.head)
 	if !done {
 		return fail(outcome, msg)
 	}
@@ -199,7 +209,7 @@ func (r *runner) do(w *worker, i int, sched time.Time) Record {
 // stream consumes the SSE body into rec. done reports a [DONE]-terminated stream,
 // in which case outcome is final; otherwise outcome and msg describe the failure,
 // still subject to the timeout/cancel reclassification in do.
-func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, done bool) {
+func (r *runner) stream(w *worker, rec *Record, head []byte) (outcome Outcome, msg string, done bool) {
 	sr := w.sse
 	sr.Reset(&w.body)
 	var (
@@ -238,6 +248,16 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 		ev, err := sr.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				if rec.Chunks == 0 {
+					// Nothing parsed as a chunk: say what the server sent instead.
+					if ct := headerValue(head, "Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+						what := "Content-Type " + cmp.Or(ct, "(none)")
+						if ce := headerValue(head, "Content-Encoding"); ce != "" {
+							what += ", Content-Encoding " + ce
+						}
+						return StreamError, "stream ended before [DONE]: the response is " + what + ", not text/event-stream", false
+					}
+				}
 				return StreamError, "stream ended before [DONE]", false
 			}
 			return StreamError, "stream read: " + err.Error(), false
@@ -264,6 +284,9 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 			case finish == nil:
 				return MissingTerminalMetadata, "no finish_reason", true
 			}
+			if msg := implausibleUsage(usage, rec.TokenChunks); msg != "" {
+				return StreamError, msg, true
+			}
 			if msg := r.checkAssertions(usage); msg != "" {
 				return AssertionFailed, msg, true
 			}
@@ -282,7 +305,9 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 			rec.EndAtMS = r.at(ev.Received)
 			return StreamError, "in-band error: " + string(c.err), false
 		}
-		if c.finish != nil {
+		// A finish_reason of abort or error ended the choice: a later one does not
+		// make it complete.
+		if c.finish != nil && (finish == nil || *finish != finishAbort && *finish != finishError) {
 			finish = c.finish
 		}
 		visible, reasoning := c.visible, c.reasoning
@@ -321,6 +346,38 @@ func (r *runner) stream(w *worker, rec *Record) (outcome Outcome, msg string, do
 			rec.ReasoningChunks++
 		}
 	}
+}
+
+// maxPlausibleTokens bounds one request's token counts: no request prefills or
+// generates a billion tokens, and sums of counts below it cannot overflow.
+const maxPlausibleTokens = 1_000_000_000
+
+// implausibleUsage describes a usage that the stream itself contradicts ("" when it
+// is plausible): a negative or absurd count, or fewer completion tokens than the
+// chunks that carried tokens, since every such chunk carries at least one. Its
+// figures (TPOT, ITL, throughput) would be made up, so the request does not count.
+func implausibleUsage(u *wireUsage, tokenChunks int) string {
+	bad := func(name string, n *int) string {
+		if n != nil && (*n < 0 || *n > maxPlausibleTokens) {
+			return fmt.Sprintf("implausible usage: %s %d", name, *n)
+		}
+		return ""
+	}
+	var cached, reasoning *int
+	if d := u.PromptTokensDetails; d != nil {
+		cached = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		reasoning = d.ReasoningTokens
+	}
+	if msg := cmp.Or(bad("prompt_tokens", &u.PromptTokens), bad("completion_tokens", &u.CompletionTokens),
+		bad("prompt_tokens_details.cached_tokens", cached), bad("completion_tokens_details.reasoning_tokens", reasoning)); msg != "" {
+		return msg
+	}
+	if u.CompletionTokens < tokenChunks {
+		return fmt.Sprintf("implausible usage: completion_tokens %d, but %d chunks carried tokens", u.CompletionTokens, tokenChunks)
+	}
+	return ""
 }
 
 // checkAssertions compares a completed stream's usage with the workload's

@@ -177,6 +177,47 @@ func TestWireCases(t *testing.T) {
 				}
 			},
 		},
+		"negative usage is implausible": {
+			handler: script(roleChunk, contentChunk("a"), finishChunk("stop"), usageChunk(190, -1000), doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 4, content: 1, usage: true, finish: "stop", ttfo: true, ttft: true, errHas: "implausible usage: completion_tokens -1000"},
+		},
+		"absurd usage is implausible": {
+			handler: script(roleChunk, contentChunk("a"), finishChunk("stop"), usageChunk(190, 999999999999999999), doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 4, content: 1, usage: true, finish: "stop", ttfo: true, ttft: true, errHas: "implausible usage: completion_tokens 999999999999999999"},
+		},
+		"fewer completion tokens than token chunks": {
+			handler: script(roleChunk, contentChunk("a"), contentChunk("b"), contentChunk("c"), finishChunk("stop"), usageChunk(190, 2), doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 6, content: 3, usage: true, finish: "stop", ttfo: true, ttft: true, errHas: "implausible usage: completion_tokens 2, but 3 chunks carried tokens"},
+		},
+		"an empty array or object with spaces inside is no token": {
+			handler: script(roleChunk, pause(80*time.Millisecond), ev(`{"choices":[{"index":0,"delta":{"content":[ ]},"finish_reason":null}]}`),
+				ev(`{"choices":[{"index":0,"delta":{"tool_calls":[ ]},"finish_reason":null}]}`), ev(`{"choices":[{"index":0,"delta":{"reasoning_content":{ }},"finish_reason":null}]}`),
+				pause(80*time.Millisecond), contentChunk("a"), finishChunk("stop"), usageChunk(190, 1), doneEvent),
+			want: want{outcome: OK, status: 200, chunks: 7, content: 1, usage: true, finish: "stop", ttfo: true, ttft: true},
+			check: func(t *testing.T, r Record) {
+				if gap := *r.TTFOAtMS - *r.FirstByteAtMS; gap < 150 {
+					t.Errorf("ttfo − first_byte = %.1f ms; the empty chunks 80 ms in must not set TTFO", gap)
+				}
+			},
+		},
+		"finish_reason abort stays when stop follows": {
+			handler: script(roleChunk, contentChunk("a"), finishChunk("abort"), finishChunk("stop"), usageChunk(190, 1), doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 5, content: 1, usage: true, finish: "abort", ttfo: true, ttft: true, errHas: "finish_reason abort"},
+		},
+		"503 names its Retry-After": {
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "120")
+				w.WriteHeader(http.StatusServiceUnavailable)
+			},
+			want: want{outcome: HTTPError, status: 503, chunks: 0, errHas: "HTTP 503: (Retry-After: 120)"},
+		},
+		"JSON instead of SSE names its Content-Type": {
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"error":{"message":"model overloaded"}}`)
+			},
+			want: want{outcome: StreamError, status: 200, chunks: 0, errHas: "stream ended before [DONE]: the response is Content-Type application/json, not text/event-stream"},
+		},
 		"hang before headers times out": {
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
