@@ -229,14 +229,24 @@ func recordAmendment(stateDir string, plan *plans.Plan, reason string, postHoc b
 		return nil, err
 	}
 	// The record carries every file the amendment wrote, so verify can check them.
+	// Until it is journalled the amendment does not exist: a write that fails (a
+	// full disk) removes what the amendment wrote, so recording it again can work.
+	var arts []Artefact
+	undo := func() {
+		for _, a := range arts {
+			os.Remove(statePath(stateDir, a.Path))
+		}
+		os.Remove(statePath(stateDir, amendmentSources(a.Number)))
+	}
 	art, err := writeEvidence(stateDir, amendmentFile(a.Number), append(b, '\n'))
 	if err != nil {
 		return nil, fmt.Errorf("write amendment: %w", err)
 	}
-	arts := []Artefact{art}
+	arts = append(arts, art)
 	for _, s := range plan.Sources {
 		art, err := writeEvidence(stateDir, amendmentSources(a.Number)+"/"+s.Name, s.Bytes)
 		if err != nil {
+			undo()
 			return nil, fmt.Errorf("write amendment source: %w", err)
 		}
 		arts = append(arts, art)
@@ -247,6 +257,7 @@ func recordAmendment(stateDir string, plan *plans.Plan, reason string, postHoc b
 	}
 	if _, err := j.Append(Record{Kind: KindAmendment, Amendment: a.Number, PlanSHA256: a.PlanSHA256, Reason: reason, Summary: d.Summary(),
 		Touched: touched, PostHoc: postHoc, Artefacts: arts}); err != nil {
+		undo() // the journal was cut back to before the record
 		return nil, err
 	}
 	return a, writeManifest(stateDir, j.Records())

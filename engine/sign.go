@@ -63,7 +63,10 @@ func SignHead(stateDir string, signer ssh.Signer) (*SignedHead, error) {
 		return nil, fmt.Errorf("write %s: %w", msgPath, err)
 	}
 	if err := writeFileOnce(statePath(stateDir, out.Signature), sig); err != nil {
-		return nil, fmt.Errorf("write %s: %w (%s is left without a signature; verify reports it)", out.Signature, err, msgPath)
+		// A head without its signature would be a problem verify reports and sign
+		// then refuses to fix: nothing was signed, so nothing is left.
+		os.Remove(statePath(stateDir, msgPath))
+		return nil, fmt.Errorf("write %s: %w (nothing was signed)", out.Signature, err)
 	}
 	return out, nil
 }

@@ -162,8 +162,10 @@ func safeSegment(s string) string {
 	return s
 }
 
-// writeFileOnce writes a file that must not exist yet, and fsyncs it.
-func writeFileOnce(path string, data []byte) error {
+// writeFileOnce writes a file that must not exist yet, and fsyncs it. A write that
+// fails (a full disk) removes what it created: a partial file would be a stray to
+// verify and would make the retry's create fail.
+func writeFileOnce(path string, data []byte) (err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -171,12 +173,16 @@ func writeFileOnce(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(path)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
+	if err = f.Sync(); err != nil {
 		return err
 	}
 	return f.Close()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/rigor-bench/rigor/engine"
+	"github.com/rigor-bench/rigor/engine/atomicfile"
 	"github.com/rigor-bench/rigor/schemas"
 )
 
@@ -265,7 +266,8 @@ func (r *Report) Write(opts Options) ([]string, error) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		// Replaced whole: a full disk keeps the previous report's file, not half of it.
+		if err := atomicfile.Write(p, b, 0o644); err != nil {
 			return err
 		}
 		written = append(written, name)
