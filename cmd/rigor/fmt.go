@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/rigor-bench/rigor/engine"
 	"github.com/rigor-bench/rigor/engine/atomicfile"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/spf13/cobra"
@@ -22,8 +23,10 @@ func newFmtCmd(g *globals) *cobra.Command {
 	var check bool
 	cmd := &cobra.Command{
 		Use: "fmt [--check] PATH...",
-		Long: `fmt rewrites campaign files in canonical HCL style. A PATH that is a directory
-means every *.hcl file in it and below it (one with none is an error).`,
+		Long: `fmt rewrites campaign files in canonical HCL style, each replaced whole (a
+symlink's target is). A PATH that is a directory means every *.hcl file in it and
+below it (one with none is an error), except in rigor state directories: their
+frozen plans are evidence, and a file in one is refused.`,
 		Short: "Rewrite campaign files in canonical HCL style (--check only reports)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -37,6 +40,9 @@ means every *.hcl file in it and below it (one with none is an error).`,
 					// A directory means every *.hcl file under it, subdirectories included.
 					var found []string
 					err := filepath.WalkDir(a, func(path string, d fs.DirEntry, err error) error {
+						if err == nil && d.IsDir() && isStateDir(path) {
+							return fs.SkipDir // a frozen plan is evidence
+						}
 						if err == nil && !d.IsDir() && strings.HasSuffix(path, ".hcl") {
 							found = append(found, path)
 						}
@@ -51,6 +57,11 @@ means every *.hcl file in it and below it (one with none is an error).`,
 					files = append(files, found...)
 				} else {
 					files = append(files, a)
+				}
+			}
+			for _, f := range files {
+				if dir := stateDirOf(f); dir != "" {
+					return &exitError{code: 1, msg: fmt.Sprintf("%s is in the rigor state directory %s: its files are evidence, and formatting them would fail rigor verify", f, dir)}
 				}
 			}
 			unformatted := 0
@@ -77,11 +88,16 @@ means every *.hcl file in it and below it (one with none is an error).`,
 				fmt.Fprintln(g.stdout, f)
 				if !check {
 					// Replaced whole: a full disk must not leave half a campaign file.
+					// Through a symlink, the file it names is the one formatted.
+					target, err := filepath.EvalSymlinks(f)
+					if err != nil {
+						return &exitError{code: 1, msg: err.Error()}
+					}
 					perm := os.FileMode(0o644)
-					if st, err := os.Stat(f); err == nil {
+					if st, err := os.Stat(target); err == nil {
 						perm = st.Mode().Perm()
 					}
-					if err := atomicfile.Write(f, out, perm); err != nil {
+					if err := atomicfile.Write(target, out, perm); err != nil {
 						return &exitError{code: 1, msg: err.Error()}
 					}
 				}
@@ -94,4 +110,30 @@ means every *.hcl file in it and below it (one with none is an error).`,
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "list files that are not formatted and exit 3, changing nothing")
 	return cmd
+}
+
+// isStateDir says whether dir is a rigor state directory: it holds a journal.
+func isStateDir(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, engine.JournalFile))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// stateDirOf is the state directory that holds path, or "" when none does.
+func stateDirOf(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
+		if isStateDir(dir) {
+			rel, err := filepath.Rel(filepath.Dir(abs), dir)
+			if err != nil {
+				return dir
+			}
+			return filepath.Join(filepath.Dir(path), rel)
+		}
+		if dir == filepath.Dir(dir) {
+			return ""
+		}
+	}
 }
