@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -263,6 +264,11 @@ func (t tURL) check(v cty.Value, _ hcl.Expression, _ *Vocabulary) *problem {
 			why = "it names no host"
 		}
 		return &problem{summary: "Invalid URL", detail: fmt.Sprintf("%q is not a URL such as %q: %s.", s, t.example, why)}
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return &problem{summary: "Invalid URL", detail: fmt.Sprintf("%q is not a URL such as %q: port %s is not between 1 and 65535.", s, t.example, p)}
+		}
 	}
 	return nil
 }

@@ -282,3 +282,24 @@ step "deploy" "t" {
 		})
 	}
 }
+
+// An endpoint's port must be one a socket can have: 99999999 parsed as a URL, so
+// validate passed it and apply failed at the deploy, with the outage open.
+func TestEndpointPortInRange(t *testing.T) {
+	for port, ok := range map[string]bool{"0": false, "65536": false, "99999999": false, "1": true, "65535": true} {
+		src := "campaign \"c\" {}\ntarget \"x\" {\n  endpoint = \"http://127.0.0.1:" + port + "\"\n}\n"
+		path := filepath.Join(t.TempDir(), "c.hcl")
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, diags := load(t, path, plans.Options{})
+		errs := errorsOf(diags)
+		switch {
+		case ok && len(errs) > 0:
+			t.Errorf("port %s: %s", port, diags.Error())
+		case !ok && (len(errs) != 1 || errs[0].Summary != "Invalid URL" || !strings.Contains(errs[0].Detail, "port "+port+" is not between 1 and 65535") ||
+			errs[0].Subject == nil || errs[0].Subject.Start.Line != 3):
+			t.Errorf("port %s: want one Invalid URL error at line 3 naming the port, got:\n%s", port, diags.Error())
+		}
+	}
+}
