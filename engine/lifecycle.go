@@ -117,7 +117,11 @@ func Close(stateDir, reason string, clock Clock) (*Record, error) {
 	case LifecycleClosed:
 		return nil, fmt.Errorf("%w: the campaign is already closed", ErrCloseRefused)
 	case LifecycleRestoreFailed:
-		return nil, fmt.Errorf("%w: the last restore failed and the outage is open; `rigor plan apply` retries the restore first", ErrCloseRefused)
+		open := " (no outage is open)"
+		if st.outageOpen {
+			open = " and the outage is open"
+		}
+		return nil, fmt.Errorf("%w: the last restore failed%s; `rigor plan apply` retries the restore first", ErrCloseRefused, open)
 	case LifecycleRunning:
 		return nil, fmt.Errorf("%w: an apply is running or died without closing (the journal has no campaign_end after its last apply); run `rigor plan apply` to recover it first", ErrCloseRefused)
 	}

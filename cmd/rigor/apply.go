@@ -126,7 +126,11 @@ func renderApply(g *globals, name, campaign, state string, hasOutage bool, sum *
 		for _, f := range sum.RestoreFailures {
 			fmt.Fprintln(w, red("restore failed: "+f))
 		}
-		fmt.Fprintln(w, red("THE OUTAGE IS STILL OPEN: the incumbent may not be serving."))
+		if o := sum.Outage; o != nil && o.Open {
+			fmt.Fprintln(w, red("THE OUTAGE IS STILL OPEN: the incumbent may not be serving."))
+		} else {
+			fmt.Fprintln(w, red("no outage was opened, but the restore did not confirm the incumbent: it may not be as the plan declares."))
+		}
 		fmt.Fprintf(w, "by hand: check the incumbent (its container or process, its endpoint's health) and bring it back if it is down; `rigor status --state %s` shows the failed checks. The next apply retries the restore before anything else.\n", state)
 	}
 	if o := sum.Outage; o != nil {
