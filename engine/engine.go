@@ -111,6 +111,10 @@ type OutageResult struct {
 // recorded amendments.
 var ErrPlanChanged = errors.New("plan differs from the frozen plan")
 
+// ErrNotFresh refuses to freeze into a directory that holds files no journal record
+// accounts for: another tool's, or a campaign's whose journal was emptied.
+var ErrNotFresh = errors.New("state directory is not empty")
+
 // ErrInputsChanged is returned when a completed step's inputs no longer match.
 var ErrInputsChanged = errors.New("inputs of a completed step changed")
 
@@ -486,7 +490,11 @@ func (r *run) flushEvidence(sum *Summary) {
 func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, planHash, rigor string, j *Journal) error {
 	// The journal is empty, so files under plan/ are what a freeze killed before its
 	// plan_frozen record left: no record accounts for them, nothing was frozen, and
-	// they would keep every later apply from freezing.
+	// they would keep every later apply from freezing. Anything else is not rigor's
+	// to remove or overwrite.
+	if err := checkUnfrozen(stateDir); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(filepath.Join(stateDir, PlanDir)); err != nil {
 		return fmt.Errorf("freeze plan: remove what an interrupted freeze left: %w", err)
 	}

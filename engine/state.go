@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -206,4 +207,40 @@ func writeFileAtomic(path string, data []byte) error {
 	// No fsync: the manifest is derived from the fsynced journal and is rebuilt
 	// after every step, so a crash can cost it nothing the journal does not hold.
 	return os.Rename(tmp, path)
+}
+
+// checkUnfrozen checks that a state directory whose journal has no record holds only
+// what an apply writes before its first record: the journal, the lock, and the files
+// a freeze writes under plan/. It names the first entry that is something else.
+func checkUnfrozen(stateDir string) error {
+	frozen := map[string]bool{"frozen.hcl": true, "plan.json": true, "plan.sha256": true}
+	var stray string
+	err := filepath.WalkDir(stateDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(stateDir, path)
+		rel = filepath.ToSlash(rel)
+		var ours bool
+		switch {
+		case rel == "." || rel == JournalFile || rel == lockFile || rel == lockFile+".pid" || rel == PlanDir || rel == PlanDir+"/src":
+			ours = true
+		case strings.HasPrefix(rel, PlanDir+"/src/"):
+			ours = !d.IsDir() && !strings.Contains(strings.TrimPrefix(rel, PlanDir+"/src/"), "/")
+		case strings.HasPrefix(rel, PlanDir+"/"):
+			ours = !d.IsDir() && frozen[strings.TrimPrefix(rel, PlanDir+"/")]
+		}
+		if !ours {
+			stray = rel
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("freeze plan: read %s: %w", stateDir, err)
+	}
+	if stray != "" {
+		return fmt.Errorf("%w: %s holds %s, but its journal has no record, so rigor did not write it; refusing to freeze a campaign over it: pass a new or empty --state", ErrNotFresh, stateDir, stray)
+	}
+	return nil
 }
