@@ -132,7 +132,7 @@ bad flag.`,
 	f.StringVar(&a.percentiles, "percentiles", "50,90,95,99", "percentiles to report, comma-separated, each in (0, 100]")
 	f.StringVar(&a.goodput, "goodput", "", "SLOs of goodput, e.g. ttft:200ms,tpot:50ms (metrics ttft, ttfo, tpot, e2e; a bare number is ms)")
 	f.StringVar(&a.idPrefix, "id-prefix", "bench", "request IDs are <id-prefix>/<index>, <id-prefix>/<level>/<index> in a sweep (warm-up: <id-prefix>-warmup/<index>, <id-prefix>/<level>-warmup/<index>)")
-	f.StringVar(&a.out, "out", "", "directory for the results (created)")
+	f.StringVar(&a.out, "out", "", "new or empty directory for the results (created)")
 	f.BoolVar(&a.json, "json", false, "print result.json (sweep.json for a sweep) to stdout instead of the tables")
 	return cmd
 }
@@ -315,6 +315,8 @@ func (a *benchArgs) plan() (*benchPlan, error) {
 	}
 	if a.out == "" {
 		bad("--out is required: the directory for requests.jsonl and result.json")
+	} else if why := outHolds(a.out); why != "" {
+		bad("--out %s %s", a.out, why)
 	}
 	if a.idPrefix == "" {
 		bad("--id-prefix must not be empty")
@@ -789,4 +791,15 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// outHolds says why dir cannot take a run's results: it holds files already, which
+// a run would overwrite ("" otherwise; a path that is no directory fails when the
+// run creates it). A run writes only into a new or empty directory, so an earlier
+// run is never lost.
+func outHolds(dir string) string {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Sprintf("already holds %s: a run writes into a new or empty directory, so an earlier run's results are never overwritten", entries[0].Name())
+	}
+	return ""
 }

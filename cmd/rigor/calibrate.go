@@ -50,6 +50,9 @@ errors in each result.`,
 			if err := o.Validate(); err != nil {
 				return &exitError{code: 2, msg: flagNames(err.Error())}
 			}
+			if why := outHolds(out); out != "" && why != "" {
+				return &exitError{code: 2, msg: fmt.Sprintf("--out %s %s", out, why)}
+			}
 			ctx, stop := watchInterrupts(g, benchInterrupts)
 			defer stop()
 			rep, err := runCalibrate(ctx, g, o, out)
@@ -80,7 +83,7 @@ errors in each result.`,
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "hard bound of the calibration block")
 	f.DurationVar(&o.MaxTTFTError, "max-ttft-error", 0, "fail when p99 |TTFT error| exceeds this (0: no gate)")
 	f.DurationVar(&o.MaxTPOTError, "max-tpot-error", 0, "fail when p99 |TPOT error| exceeds this (0: no gate)")
-	f.StringVar(&out, "out", "", "directory for calibration.json and requests.jsonl (default: none written)")
+	f.StringVar(&out, "out", "", "new or empty directory for calibration.json and requests.jsonl (default: none written)")
 	f.BoolVar(&asJSON, "json", false, "print calibration.json to stdout instead of the table")
 	f.StringSliceVar(&o.Agents, "agents", nil, "send the block from these rigor agents (tcp://HOST:PORT,...) and compare their merged records")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:0", "where the simulator serves; with --agents on other hosts, an address they reach")
