@@ -246,11 +246,13 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 	if err := r.loadHistory(); err != nil {
 		return nil, err
 	}
-	prev := st.lifecycle
-	r.append(Record{Kind: KindApplyStart, Pid: os.Getpid(), Rigor: opts.Rigor, Lifecycle: prev})
+	// Checked before the apply is journalled: an apply refused here changes nothing,
+	// so the campaign's lifecycle stays what it was.
 	if err := r.checkResume(); err != nil {
 		return nil, err
 	}
+	prev := st.lifecycle
+	r.append(Record{Kind: KindApplyStart, Pid: os.Getpid(), Rigor: opts.Rigor, Lifecycle: prev})
 	r.recover(prev)
 	if err := r.loop(); err != nil {
 		return nil, err
@@ -561,6 +563,28 @@ func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, pl
 
 // loadHistory restores what earlier applies settled: the latest record of every
 // step and the outputs of succeeded attempts.
+// outputsBefore are the outputs of the latest attempt of addr that succeeded before
+// journal record seq; false when none did.
+func (r *run) outputsBefore(addr string, seq int) (cty.Value, bool) {
+	h := r.st.steps[addr]
+	if h == nil {
+		return cty.NilVal, false
+	}
+	for i := len(h.attempts) - 1; i >= 0; i-- {
+		a := h.attempts[i]
+		if a.end != nil && a.end.Seq < seq && a.end.Status == StatusSucceeded && a.outputs != cty.NilVal {
+			return a.outputs, true
+		}
+	}
+	return cty.NilVal, false
+}
+
+// mustInstance is the instance at addr, which the plan is known to hold.
+func mustInstance(p *plans.Plan, addr string) *plans.Instance {
+	inst, _ := p.Instance(addr)
+	return inst
+}
+
 func (r *run) loadHistory() error {
 	for _, rec := range r.j.Records() {
 		if rec.Kind != KindStepEnd || rec.Attempt == 0 {
@@ -626,6 +650,17 @@ func (r *run) checkResume() error {
 		cfg, files, deps, err := r.inputsOf(inst)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrInputsChanged, inst.Addr, err)
+		}
+		// A dependency is compared as the step saw it: the outputs of its attempt
+		// that had succeeded when the step started. A deploy that ran again after a
+		// restore undid it has other outputs now (a new container), and the steps
+		// that ran before against the old one are evidence of that one.
+		for d := range deps {
+			if v, ok := r.outputsBefore(d, start.Seq); ok {
+				if conv, err := convertOutputs(v, mustInstance(r.plan, d)); err == nil {
+					deps[d] = conv
+				}
+			}
 		}
 		if start.Inputs != nil {
 			// A dependency an amendment added after the step ran was never one of

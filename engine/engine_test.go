@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -291,6 +292,15 @@ step "probe" "b" {}
 	_, err = h2.apply(context.Background(), h2.load(srcOK))
 	if !errors.Is(err, engine.ErrInputsChanged) || !strings.Contains(err.Error(), "probe.a") || !strings.Contains(err.Error(), "corpus.txt") {
 		t.Fatalf("want refusal naming probe.a and corpus.txt, got %v", err)
+	}
+	// The refused apply journalled nothing: the campaign is as the dead apply left
+	// it, not one that a refused apply left "running".
+	before, _ := os.ReadFile(filepath.Join(h2.state, engine.JournalFile))
+	if _, err := h2.apply(context.Background(), h2.load(srcOK)); !errors.Is(err, engine.ErrInputsChanged) {
+		t.Fatalf("second refusal: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(h2.state, engine.JournalFile)); !bytes.Equal(before, after) {
+		t.Errorf("a refused apply wrote to the journal:\n%s", after[len(before):])
 	}
 }
 
