@@ -9,7 +9,8 @@
 //     journal) and report/ (rewritten by `rigor report`).
 //   - Every file the engine writes into a state directory is accounted for by a
 //     journal record with its size and sha256 (plan_frozen: plan/; amendment: its
-//     files; step_end: the attempt's files). The rest is manifest.json (derived
+//     files; step_end: the attempt's files; journal_repaired: the torn last line
+//     of a journal, which an apply moves to repairs/ before it goes on). The rest is manifest.json (derived
 //     from the journal), signatures/ (which sign the journal's head), the lock, and
 //     report/ (derived by `rigor report`). VerifyState checks all of it and
 //     reports anything else as a stray.

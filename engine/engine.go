@@ -204,11 +204,22 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 		return nil, err
 	}
 	defer lock.Release()
+	torn, err := repairTornTail(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
 	j, err := OpenJournal(filepath.Join(opts.StateDir, JournalFile), opts.Clock)
 	if err != nil {
 		return nil, err
 	}
 	defer j.Close()
+	if torn != nil {
+		msg := fmt.Sprintf("the journal's last line was torn (%d bytes without an end: a write the machine never finished); moved to %s", torn.bytes, torn.art.Path)
+		if _, err := j.Append(Record{Kind: KindJournalRepaired, Message: msg, Artefacts: []Artefact{torn.art}}); err != nil {
+			return nil, err
+		}
+		opts.Observe(Event{Kind: "alert", Message: msg})
+	}
 	planJSON, err := plan.CanonicalJSON()
 	if err != nil {
 		return nil, err

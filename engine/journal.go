@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rigor-bench/rigor/plans"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -33,7 +35,14 @@ const (
 	KindRefresh = "refresh"
 	// KindCampaignClosed is written by `rigor close`.
 	KindCampaignClosed = "campaign_closed"
+	// KindJournalRepaired is written by an apply that found the journal's last line
+	// torn (a write the machine never finished, as at a power loss): the bytes were
+	// moved to repairs/, which the record accounts for.
+	KindJournalRepaired = "journal_repaired"
 )
+
+// RepairsDir holds the torn journal lines applies moved aside.
+const RepairsDir = "repairs"
 
 // GenesisHash is the "previous hash" of the first record.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -179,7 +188,7 @@ func verifyChain(data []byte) ([]Record, string, []string, []string) {
 	var hashes, problems []string
 	prev := GenesisHash
 	if len(data) > 0 && data[len(data)-1] != '\n' {
-		problems = append(problems, "the last record is not terminated (truncated journal)")
+		problems = append(problems, "the last record is not terminated (truncated journal: a write the machine never finished, as at a power loss; `rigor plan apply` on this state moves it to "+RepairsDir+"/ and goes on, restoring first)")
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
@@ -309,4 +318,54 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// tornTail is what repairTornTail moved aside.
+type tornTail struct {
+	art   Artefact
+	bytes int
+}
+
+// repairTornTail moves a torn last line of the journal (bytes after the last
+// newline) to repairs/ and cuts the journal back to its whole records, when those
+// verify. Append fsyncs a record before the side effect it announces, so a line
+// that never became whole announced nothing that happened; it is kept, not lost.
+// A torn first record is a freeze that never happened: it is simply cut. Nil when
+// the journal ends whole (or is missing, or broken otherwise: reading it says so).
+func repairTornTail(stateDir string) (*tornTail, error) {
+	path := filepath.Join(stateDir, JournalFile)
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 || data[len(data)-1] == '\n' {
+		return nil, nil
+	}
+	keep := bytes.LastIndexByte(data, '\n') + 1
+	recs, _, _, problems := verifyChain(data[:keep])
+	if len(problems) > 0 {
+		return nil, nil
+	}
+	var t *tornTail
+	if len(recs) > 0 {
+		rel := fmt.Sprintf("%s/torn-after-record-%d.jsonl", RepairsDir, len(recs))
+		torn := data[keep:]
+		if b, err := os.ReadFile(statePath(stateDir, rel)); err != nil || !bytes.Equal(b, torn) {
+			// Not there from a repair that died before cutting the journal: write it.
+			os.Remove(statePath(stateDir, rel))
+			if err := writeFileOnce(statePath(stateDir, rel), torn); err != nil {
+				return nil, fmt.Errorf("move the journal's torn last line aside: %w", err)
+			}
+		}
+		t = &tornTail{art: Artefact{Path: rel, Size: int64(len(torn)), SHA256: plans.SHA256Hex(torn)}, bytes: len(torn)}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cut the journal's torn last line: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(keep)); err != nil {
+		return nil, fmt.Errorf("cut the journal's torn last line: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("cut the journal's torn last line: %w", err)
+	}
+	return t, nil
 }
