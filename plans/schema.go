@@ -686,6 +686,11 @@ func WholeAtLeast(name string, min int) func(cty.Value) hcl.Diagnostics {
 	return specCheck(name, wholeAtLeast(float64(min)))
 }
 
+// WholeBetween refuses a number that is not a whole number from min to max.
+func WholeBetween(name string, min, max int) func(cty.Value) hcl.Diagnostics {
+	return specCheck(name, tNumber{whole: true, min: float64(min), hasMin: true, max: float64(max), hasMax: true})
+}
+
 // Above refuses a number that is not greater than min.
 func Above(name string, min float64) func(cty.Value) hcl.Diagnostics {
 	return specCheck(name, above(min))

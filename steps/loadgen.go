@@ -60,6 +60,9 @@ const (
 	LoadAPICompletions = loadgen.APICompletions
 	PrefixesUnique     = corpus.PrefixUnique
 	PrefixesRepeated   = corpus.PrefixRepeated
+	// MaxLoadRequests and MaxLoadConcurrency bound one run (loadgen.MaxRequests).
+	MaxLoadRequests    = loadgen.MaxRequests
+	MaxLoadConcurrency = loadgen.MaxRunConcurrency
 )
 
 // CertifiedFrom is the sample count from which a p-percentile (0 < p < 1) is

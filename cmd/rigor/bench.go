@@ -172,8 +172,8 @@ func (a *benchArgs) plan() (*benchPlan, error) {
 	}
 	concs, err := parseList(a.concurrency, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return 0, fmt.Errorf("want >= 1")
+		if err != nil || n < 1 || n > steps.MaxLoadConcurrency {
+			return 0, fmt.Errorf("want 1 to %d", steps.MaxLoadConcurrency)
 		}
 		return n, nil
 	})
@@ -216,8 +216,8 @@ func (a *benchArgs) plan() (*benchPlan, error) {
 	default:
 		bad("--mode %q: want closed or open", mode)
 	}
-	if a.requests < 1 {
-		bad("--requests %d: want >= 1", a.requests)
+	if a.requests < 1 || a.requests > steps.MaxLoadRequests {
+		bad("--requests %d: want 1 to %d", a.requests, steps.MaxLoadRequests)
 	}
 	if !slices.Contains(datasetNames, a.dataset) {
 		bad("--dataset-name %q: want one of %v", a.dataset, datasetNames)
@@ -287,8 +287,8 @@ func (a *benchArgs) plan() (*benchPlan, error) {
 			bad("--%s %d: want >= 1", c.name, c.v)
 		}
 	}
-	if a.warmup < 0 {
-		bad("--warmup-requests %d: want >= 0", a.warmup)
+	if a.warmup < 0 || a.warmup > steps.MaxLoadRequests {
+		bad("--warmup-requests %d: want 0 to %d", a.warmup, steps.MaxLoadRequests)
 	}
 	if a.timeout <= 0 {
 		bad("--timeout %s: want > 0", a.timeout)

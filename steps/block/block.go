@@ -33,8 +33,8 @@ var _ engine.DefaultTimeout = Step{}
 var spec = hcldec.ObjectSpec{
 	"target":          &hcldec.AttrSpec{Name: "target", Type: cty.DynamicPseudoType, Required: true},
 	"workload":        &hcldec.AttrSpec{Name: "workload", Type: cty.DynamicPseudoType, Required: true},
-	"concurrency":     &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "concurrency", Type: cty.Number, Required: true}, Func: plans.WholeAtLeast("concurrency", 1)},
-	"requests":        &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "requests", Type: cty.Number, Required: true}, Func: plans.WholeAtLeast("requests", 1)},
+	"concurrency":     &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "concurrency", Type: cty.Number, Required: true}, Func: plans.WholeBetween("concurrency", 1, loadgen.MaxRunConcurrency)},
+	"requests":        &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "requests", Type: cty.Number, Required: true}, Func: plans.WholeBetween("requests", 1, loadgen.MaxRequests)},
 	"repetition":      &hcldec.ValidateSpec{Wrapped: &hcldec.AttrSpec{Name: "repetition", Type: cty.Number}, Func: plans.WholeAtLeast("repetition", 0)},
 	"arm":             &hcldec.AttrSpec{Name: "arm", Type: cty.String},
 	"cell":            &hcldec.AttrSpec{Name: "cell", Type: cty.String},

@@ -13,6 +13,16 @@ import (
 	"github.com/rigor-bench/rigor/steps/internal/loadgen/corpus"
 )
 
+// Bounds on one run: every request is rendered before the block clock starts and
+// every slot of the concurrency is a connection, so a typo such as requests =
+// 2000000000 must be refused, not end the process out of memory.
+const (
+	MaxRequests       = 1_000_000
+	MaxRunConcurrency = 100_000
+	// maxRenderedBytes bounds the rendered requests together (prompts included).
+	maxRenderedBytes = 4 << 30
+)
+
 // API shapes.
 const (
 	APIChat        = "chat"
@@ -222,11 +232,11 @@ func (c Config) Validate() error {
 	if !slices.Contains(APIs(), c.API) {
 		bad("api %q: want %q or %q", c.API, APIChat, APICompletions)
 	}
-	if c.Concurrency < 1 {
-		bad("concurrency %d: want >= 1", c.Concurrency)
+	if c.Concurrency < 1 || c.Concurrency > MaxRunConcurrency {
+		bad("concurrency %d: want 1 to %d", c.Concurrency, MaxRunConcurrency)
 	}
-	if c.Requests < 1 {
-		bad("requests %d: want >= 1", c.Requests)
+	if c.Requests < 1 || c.Requests > MaxRequests {
+		bad("requests %d: want 1 to %d", c.Requests, MaxRequests)
 	}
 	switch c.Mode {
 	case ModeClosed:

@@ -70,6 +70,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		planned, offsets = len(index), mine
 	}
 	reqs := make([][]byte, planned)
+	rendered := 0
 	for j := range reqs {
 		i := j
 		if index != nil {
@@ -78,6 +79,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		b, err := cfg.renderRequest(i)
 		if err != nil {
 			return nil, fmt.Errorf("%w: request %d: %w", ErrConfig, i, err)
+		}
+		if rendered += len(b); rendered > maxRenderedBytes {
+			return nil, fmt.Errorf("%w: %d requests of about %d bytes each would hold more than %d GiB in memory once rendered; send fewer", ErrConfig, planned, len(b), maxRenderedBytes>>30)
 		}
 		reqs[j] = b
 	}
