@@ -26,7 +26,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 			if state == "" {
 				return &exitError{code: 2, msg: "--state is required: the state directory whose frozen plan to compare with"}
 			}
-			if record && reason == "" {
+			if record && strings.TrimSpace(reason) == "" {
 				return &exitError{code: 2, msg: "--record needs --reason \"...\": an amendment says why it was made"}
 			}
 			if reason != "" && !record {

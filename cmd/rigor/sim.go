@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -50,8 +52,14 @@ setting come from the container's directory, and the other flags must not be set
 				}
 				return nil
 			}
-			if o.TimeScale <= 0 {
-				return &exitError{code: 2, msg: "--time-scale must be greater than 0"}
+			if !slices.Contains(steps.SimProfiles(), o.Profile) {
+				return &exitError{code: 2, msg: fmt.Sprintf("--profile %q: want one of %s", o.Profile, strings.Join(steps.SimProfiles(), ", "))}
+			}
+			if o.Engine != "" && o.Engine != "vllm" && o.Engine != "sglang" {
+				return &exitError{code: 2, msg: fmt.Sprintf("--engine %q: want vllm or sglang", o.Engine)}
+			}
+			if !(o.TimeScale > 0) || math.IsInf(o.TimeScale, 0) {
+				return &exitError{code: 2, msg: "--time-scale must be a finite number greater than 0"}
 			}
 			if o.TokensPerChunk < 0 {
 				return &exitError{code: 2, msg: "--tokens-per-chunk must not be negative"}
