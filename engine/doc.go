@@ -20,12 +20,13 @@
 //     always-steps start, and every other step is recorded blocked with the reason;
 //     a step deferred because its bound does not fit in the outage left holds back
 //     only what depends on it (steps that fit and do not depend on it still run).
-//   - A resumed apply checks every completed step's inputs before it journals
-//     anything: its configuration and files as they are now, its dependencies as
-//     the step saw them (the outputs of the attempt that had succeeded when it
-//     started; a deploy run again after a restore has new outputs, and the steps
-//     before it were measured against the old). A change refuses the apply, which
-//     then leaves the journal as it was.
+//   - A resumed apply checks every completed step's inputs before its apply_start:
+//     its files as they are now, its configuration and dependencies with the
+//     dependencies' outputs as the step saw them (those of the attempt that had
+//     succeeded when it started; a deploy run again after a restore has new
+//     outputs, and the steps before it were measured against the old). A change
+//     refuses the apply, which journals nothing of it (a torn last line it moved
+//     aside first is journalled all the same).
 //   - A campaign is frozen only into a new or empty state directory, or over the
 //     files an interrupted freeze left (checkUnfrozen).
 //   - One apply per state directory at a time (flock).

@@ -572,8 +572,6 @@ func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, pl
 	return writeManifest(stateDir, j.Records())
 }
 
-// loadHistory restores what earlier applies settled: the latest record of every
-// step and the outputs of succeeded attempts.
 // outputsBefore are the outputs of the latest attempt of addr that succeeded before
 // journal record seq; false when none did.
 func (r *run) outputsBefore(addr string, seq int) (cty.Value, bool) {
@@ -596,6 +594,8 @@ func mustInstance(p *plans.Plan, addr string) *plans.Instance {
 	return inst
 }
 
+// loadHistory restores what earlier applies settled: the latest record of every
+// step and the outputs of succeeded attempts.
 func (r *run) loadHistory() error {
 	for _, rec := range r.j.Records() {
 		if rec.Kind != KindStepEnd || rec.Attempt == 0 {
@@ -658,20 +658,32 @@ func (r *run) checkResume() error {
 		if start == nil || start.InputsSHA256 == "" {
 			continue
 		}
-		cfg, files, deps, err := r.inputsOf(inst)
+		// Dependencies are taken as the step saw them, in its configuration too: the
+		// outputs of their attempts that had succeeded when the step started. A
+		// deploy that ran again after a restore undid it has other outputs now (a
+		// new container), and the steps that ran before against the old one are
+		// evidence of that one.
+		var seen plans.Outputs
+		for _, d := range inst.DependsOn {
+			v, ok := r.outputsBefore(d, start.Seq)
+			if !ok {
+				continue
+			}
+			conv, err := convertOutputs(v, mustInstance(r.plan, d))
+			if err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrInputsChanged, inst.Addr, err)
+			}
+			if cur, ok := r.outputs[d]; ok && cur.RawEquals(conv) {
+				continue
+			}
+			if seen == nil {
+				seen = maps.Clone(r.outputs)
+			}
+			seen[d] = conv
+		}
+		cfg, files, deps, err := r.inputsOf(inst, seen)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrInputsChanged, inst.Addr, err)
-		}
-		// A dependency is compared as the step saw it: the outputs of its attempt
-		// that had succeeded when the step started. A deploy that ran again after a
-		// restore undid it has other outputs now (a new container), and the steps
-		// that ran before against the old one are evidence of that one.
-		for d := range deps {
-			if v, ok := r.outputsBefore(d, start.Seq); ok {
-				if conv, err := convertOutputs(v, mustInstance(r.plan, d)); err == nil {
-					deps[d] = conv
-				}
-			}
 		}
 		if start.Inputs != nil {
 			// A dependency an amendment added after the step ran was never one of

@@ -328,15 +328,21 @@ type tornTail struct {
 
 // repairTornTail moves a torn last line of the journal (bytes after the last
 // newline) to repairs/ and cuts the journal back to its whole records, when those
-// verify. Append fsyncs a record before the side effect it announces, so a line
-// that never became whole announced nothing that happened; it is kept, not lost.
-// A torn first record is a freeze that never happened: it is simply cut. Nil when
-// the journal ends whole (or is missing, or broken otherwise: reading it says so).
+// verify. A record that never became whole was never acknowledged: a step_start's
+// step did not start, and what an end record would have said is what recovery
+// settles for any record a crash lost. The bytes are kept, not lost. A torn first
+// record is a freeze that never happened: it is simply cut. A repairs/ file that a
+// repair wrote before it died, with no journal_repaired record yet, is returned
+// again so the apply journals it. Nil when there is nothing to account for (or the
+// journal is missing, or broken otherwise: reading it says so).
 func repairTornTail(stateDir string) (*tornTail, error) {
 	path := filepath.Join(stateDir, JournalFile)
 	data, err := os.ReadFile(path)
-	if err != nil || len(data) == 0 || data[len(data)-1] == '\n' {
+	if err != nil || len(data) == 0 {
 		return nil, nil
+	}
+	if data[len(data)-1] == '\n' {
+		return unjournalledRepair(stateDir, data), nil
 	}
 	keep := bytes.LastIndexByte(data, '\n') + 1
 	recs, _, _, problems := verifyChain(data[:keep])
@@ -345,7 +351,7 @@ func repairTornTail(stateDir string) (*tornTail, error) {
 	}
 	var t *tornTail
 	if len(recs) > 0 {
-		rel := fmt.Sprintf("%s/torn-after-record-%d.jsonl", RepairsDir, len(recs))
+		rel := tornPath(len(recs))
 		torn := data[keep:]
 		if b, err := os.ReadFile(statePath(stateDir, rel)); err != nil || !bytes.Equal(b, torn) {
 			// Not there from a repair that died before cutting the journal: write it.
@@ -368,4 +374,29 @@ func repairTornTail(stateDir string) (*tornTail, error) {
 		return nil, fmt.Errorf("cut the journal's torn last line: %w", err)
 	}
 	return t, nil
+}
+
+// tornPath is where the torn line after record n is kept.
+func tornPath(n int) string { return fmt.Sprintf("%s/torn-after-record-%d.jsonl", RepairsDir, n) }
+
+// unjournalledRepair is the repairs/ file of a repair that cut the whole journal
+// data back but died before its journal_repaired record; nil when there is none.
+func unjournalledRepair(stateDir string, data []byte) *tornTail {
+	recs, _, _, problems := verifyChain(data)
+	if len(problems) > 0 || len(recs) == 0 {
+		return nil
+	}
+	rel := tornPath(len(recs))
+	torn, err := os.ReadFile(statePath(stateDir, rel))
+	if err != nil {
+		return nil
+	}
+	for _, r := range recs {
+		for _, a := range r.Artefacts {
+			if a.Path == rel {
+				return nil
+			}
+		}
+	}
+	return &tornTail{art: Artefact{Path: rel, Size: int64(len(torn)), SHA256: plans.SHA256Hex(torn)}, bytes: len(torn)}
 }

@@ -195,7 +195,7 @@ func (r *run) refresh() error {
 		if !ok {
 			continue
 		}
-		cfg, _, _, err := r.inputsOf(inst)
+		cfg, _, _, err := r.inputsOf(inst, nil)
 		if err != nil {
 			continue
 		}
@@ -217,7 +217,7 @@ func (r *run) refresh() error {
 	var problems []string
 	for _, key := range keys {
 		inst := latest[key]
-		cfg, _, _, _ := r.inputsOf(inst)
+		cfg, _, _, _ := r.inputsOf(inst, nil)
 		unmarked, _ := cfg.UnmarkDeep()
 		ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
 		err := r.reg[inst.Type].(Refresher).Refresh(ctx, unmarked, r.outputs[inst.Addr])
@@ -307,7 +307,7 @@ func (r *run) placedBy(inst *plans.Instance) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	cfg, _, _, err := r.inputsOf(inst)
+	cfg, _, _, err := r.inputsOf(inst, nil)
 	if err != nil {
 		return "", false
 	}
@@ -326,7 +326,7 @@ func (r *run) placedBy(inst *plans.Instance) (string, bool) {
 		if !ok {
 			continue
 		}
-		pcfg, _, _, err := r.inputsOf(placer)
+		pcfg, _, _, err := r.inputsOf(placer, nil)
 		if err != nil {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -383,7 +384,7 @@ func (r *run) start(inst *plans.Instance) bool {
 	}
 	attempt := len(h.attempts) + 1
 	dir := attemptDir(inst.Addr, attempt)
-	cfg, files, deps, err := r.inputsOf(inst)
+	cfg, files, deps, err := r.inputsOf(inst, nil)
 	var sum string
 	var parts *InputParts
 	if err == nil {
@@ -697,17 +698,29 @@ func (r *run) writeManifest() error {
 	return nil
 }
 
-// inputsOf evaluates an instance's configuration with the outputs known so far and
-// lists the files and dependency outputs that go into its hash.
-func (r *run) inputsOf(inst *plans.Instance) (cty.Value, []string, map[string]cty.Value, error) {
-	if r.evalDirty || r.evalCtx == nil {
-		ctx, diags := r.plan.Context(r.outputs)
+// inputsOf evaluates an instance's configuration with the outputs known so far (or
+// with outputs, where not nil) and lists the files and dependency outputs that go
+// into its hash.
+func (r *run) inputsOf(inst *plans.Instance, outputs plans.Outputs) (cty.Value, []string, map[string]cty.Value, error) {
+	var ctx *hcl.EvalContext
+	if outputs != nil {
+		// Other outputs than the run's: checkResume's, as a step saw them.
+		c, diags := r.plan.Context(outputs)
 		if diags.HasErrors() {
 			return cty.NilVal, nil, nil, diags
 		}
-		r.evalCtx, r.evalDirty = ctx, false
+		ctx = c
+	} else {
+		if r.evalDirty || r.evalCtx == nil {
+			c, diags := r.plan.Context(r.outputs)
+			if diags.HasErrors() {
+				return cty.NilVal, nil, nil, diags
+			}
+			r.evalCtx, r.evalDirty = c, false
+		}
+		ctx, outputs = r.evalCtx, r.outputs
 	}
-	cfg, diags := inst.Evaluate(r.evalCtx)
+	cfg, diags := inst.Evaluate(ctx)
 	if diags.HasErrors() {
 		return cty.NilVal, nil, nil, diags
 	}
@@ -727,7 +740,7 @@ func (r *run) inputsOf(inst *plans.Instance) (cty.Value, []string, map[string]ct
 	}
 	deps := map[string]cty.Value{}
 	for _, d := range inst.DependsOn {
-		if v, ok := r.outputs[d]; ok {
+		if v, ok := outputs[d]; ok {
 			deps[d] = v
 		}
 	}

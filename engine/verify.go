@@ -660,7 +660,7 @@ func (v *verifier) walk() {
 		case rel == ManifestFile+".tmp":
 			v.problem(rel, "left by an interrupted manifest write (the next apply replaces it); manifest.json is derived, so it is not evidence")
 		case !nested:
-			v.problem(rel, "stray file: not part of a rigor state directory (its root holds journal.jsonl, manifest.json, plan/, amendments/, attempts/, signatures/, report/, lock, lock.pid)")
+			v.problem(rel, "stray file: not part of a rigor state directory (its root holds journal.jsonl, manifest.json, plan/, amendments/, attempts/, signatures/, repairs/, report/, lock, lock.pid)")
 		default:
 			v.classifyUnrecorded(rel)
 		}

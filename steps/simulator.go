@@ -31,6 +31,9 @@ type SimOptions struct {
 // SimProfiles lists the simulator's built-in profiles.
 func SimProfiles() []string { return sim.ProfileNames() }
 
+// SimEngines lists the serving engines the simulator imitates (--engine).
+func SimEngines() []string { return []string{sim.EngineVLLM, sim.EngineSGLang} }
+
 // ServeSimulator starts the simulator on a real socket and returns its URL and a
 // function that stops it.
 func ServeSimulator(o SimOptions) (string, func() error, error) {

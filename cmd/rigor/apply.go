@@ -126,9 +126,12 @@ func renderApply(g *globals, name, campaign, state string, hasOutage bool, sum *
 		for _, f := range sum.RestoreFailures {
 			fmt.Fprintln(w, red("restore failed: "+f))
 		}
-		if o := sum.Outage; o != nil && o.Open {
+		switch o := sum.Outage; {
+		case o != nil && o.Open:
 			fmt.Fprintln(w, red("THE OUTAGE IS STILL OPEN: the incumbent may not be serving."))
-		} else {
+		case o != nil:
+			fmt.Fprintln(w, red("the outage was closed, but an always-step did not succeed: the incumbent may not be as the plan declares."))
+		default:
 			fmt.Fprintln(w, red("no outage was opened, but the restore did not confirm the incumbent: it may not be as the plan declares."))
 		}
 		fmt.Fprintf(w, "by hand: check the incumbent (its container or process, its endpoint's health) and bring it back if it is down; `rigor status --state %s` shows the failed checks. The next apply retries the restore before anything else.\n", state)

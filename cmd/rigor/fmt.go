@@ -60,7 +60,11 @@ frozen plans are evidence, and a file in one is refused.`,
 				}
 			}
 			for _, f := range files {
-				if dir := stateDirOf(f); dir != "" {
+				target := f // a symlink is checked where it leads, which fmt would write
+				if t, err := filepath.EvalSymlinks(f); err == nil {
+					target = t
+				}
+				if dir := stateDirOf(target); dir != "" {
 					return &exitError{code: 1, msg: fmt.Sprintf("%s is in the rigor state directory %s: its files are evidence, and formatting them would fail rigor verify", f, dir)}
 				}
 			}

@@ -55,8 +55,8 @@ setting come from the container's directory, and the other flags must not be set
 			if !slices.Contains(steps.SimProfiles(), o.Profile) {
 				return &exitError{code: 2, msg: fmt.Sprintf("--profile %q: want one of %s", o.Profile, strings.Join(steps.SimProfiles(), ", "))}
 			}
-			if o.Engine != "" && o.Engine != "vllm" && o.Engine != "sglang" {
-				return &exitError{code: 2, msg: fmt.Sprintf("--engine %q: want vllm or sglang", o.Engine)}
+			if o.Engine != "" && !slices.Contains(steps.SimEngines(), o.Engine) {
+				return &exitError{code: 2, msg: fmt.Sprintf("--engine %q: want %s", o.Engine, strings.Join(steps.SimEngines(), " or "))}
 			}
 			if !(o.TimeScale > 0) || math.IsInf(o.TimeScale, 0) {
 				return &exitError{code: 2, msg: "--time-scale must be a finite number greater than 0"}

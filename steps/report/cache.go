@@ -29,7 +29,8 @@ type RowCache struct {
 	// firstInherited is the first attempt's entry of Inherited, when it inherited.
 	firstInherited *Inheritance
 	// startUnattributed: the first attempt's cache was carried over, but no earlier
-	// block had run on its container (traffic from outside any block).
+	// block that completed on its container accounts for it (traffic from outside
+	// any block, or from a block that failed or died before its outputs).
 	startUnattributed bool
 }
 
@@ -136,7 +137,7 @@ func (c *RowCache) startText(arm string) string {
 		return "fresh server"
 	case "carried_over":
 		if c.startUnattributed {
-			return "carried over from traffic before any block on its container"
+			return "carried over from traffic no completed block on its container accounts for"
 		}
 		return "carried over from arm " + arm + "'s own blocks"
 	case "unknown":

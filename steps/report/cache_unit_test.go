@@ -122,7 +122,7 @@ func TestCacheAtStartIsTheFirstAttempts(t *testing.T) {
 		t.Errorf("carried over from its own block: start %q, column %q", c.Start, c.startText("a"))
 	}
 	unattributed := cache(`{"expected":"cold","start":{"state":"carried_over","inherited_from_other_arm":false}}`)
-	if c := cell(unattributed, reset); c.Start != "carried_over" || c.startText("a") != "carried over from traffic before any block on its container" {
+	if c := cell(unattributed, reset); c.Start != "carried_over" || c.startText("a") != "carried over from traffic no completed block on its container accounts for" {
 		t.Errorf("carried over with no earlier block: start %q, column %q", c.Start, c.startText("a"))
 	}
 }

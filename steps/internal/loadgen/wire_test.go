@@ -211,6 +211,21 @@ func TestWireCases(t *testing.T) {
 			},
 			want: want{outcome: HTTPError, status: 503, chunks: 0, errHas: "HTTP 503: (Retry-After: 120)"},
 		},
+		"307 names its Location": {
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Location", "http://elsewhere:8000/v1/chat/completions")
+				w.WriteHeader(http.StatusTemporaryRedirect)
+			},
+			want: want{outcome: HTTPError, status: 307, chunks: 0, errHas: "HTTP 307: (Location: http://elsewhere:8000/v1/chat/completions)"},
+		},
+		"gzip SSE names its Content-Encoding": {
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/octet-stream")
+				w.Header().Set("Content-Encoding", "gzip")
+				w.Write([]byte{0x1f, 0x8b, 0x08, 0x00})
+			},
+			want: want{outcome: StreamError, status: 200, chunks: 0, errHas: "the response is Content-Type application/octet-stream, Content-Encoding gzip, not text/event-stream"},
+		},
 		"JSON instead of SSE names its Content-Type": {
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
