@@ -331,19 +331,7 @@ func TestFleetHoldsAgentsToTheirLimits(t *testing.T) {
 // silence limit has disappeared as surely as one whose connection closed.
 func TestFleetSilentAgentDisappears(t *testing.T) {
 	endpoint := startSim(t, time.Millisecond)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		c := newConn(nc)
-		c.send(message{T: kindHello, Version: Version, CPUs: 1})
+	silent := fakeAgent(t, func(c *conn) {
 		for {
 			m, err := c.read()
 			if err != nil {
@@ -357,8 +345,7 @@ func TestFleetSilentAgentDisappears(t *testing.T) {
 			}
 			// After the start: silence, with the connection open.
 		}
-	}()
-	silent := "tcp://" + ln.Addr().String()
+	})
 	f := Fleet{Agents: append(startAgents(t, 1), silent), Limits: Limits{MaxCPUShare: 1000, Silence: 300 * time.Millisecond}}
 	var out bytes.Buffer
 	res, rep, err := f.Run(context.Background(), block(endpoint, 2, 4, 4), &out)
@@ -400,20 +387,8 @@ func TestFleetCancelledMidBlock(t *testing.T) {
 // exchange n after delay(n) on the way in, then closes when it is sent its job.
 // The channel reports how many exchanges it answered.
 func clockAgent(t *testing.T, skew time.Duration, delay func(n int) time.Duration) (string, <-chan int) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	exchanges := make(chan int, 1)
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		c := newConn(nc)
-		c.send(message{T: kindHello, Version: Version, CPUs: 1})
+	addr := fakeAgent(t, func(c *conn) {
 		n := 0
 		for {
 			m, err := c.read()
@@ -426,8 +401,29 @@ func clockAgent(t *testing.T, skew time.Duration, delay func(n int) time.Duratio
 			now := time.Now().Add(skew).UnixNano()
 			c.send(message{T: kindClock, RecvNS: now, SendNS: now})
 		}
+	})
+	return addr, exchanges
+}
+
+// fakeAgent listens for one authority, greets it as an agent of this protocol
+// version, and hands the connection to serve; it returns the agent's address.
+func fakeAgent(t *testing.T, serve func(c *conn)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		c := newConn(nc)
+		c.send(message{T: kindHello, Version: Version, CPUs: 1})
+		serve(c)
 	}()
-	return "tcp://" + ln.Addr().String(), exchanges
+	return "tcp://" + ln.Addr().String()
 }
 
 // The clock offset comes from the shortest of 16 exchanges, whichever it is: an
