@@ -55,7 +55,7 @@ target "secret" {
 
 target "longer_port" {
   host     = host.h
-  endpoint = "http://127.0.0.1:180801"
+  endpoint = "http://127.0.0.1:18080"
 }
 `
 
@@ -86,8 +86,8 @@ func TestPortTaken(t *testing.T) {
 			"target by_address cannot serve on 127.0.0.1:18081: port 18081 is in use by another process. Its endpoint takes the port from var.addr (" + path + ":31): free port 18081, or choose a free one with --var addr=PORT (or RIGOR_VAR_addr=PORT)" + tail},
 		"literal": {p, target.Target{Name: "literal", Runtime: target.RuntimeSim, Endpoint: "http://127.0.0.1:18083"}, "127.0.0.1:18083",
 			"target literal cannot serve on 127.0.0.1:18083: port 18083 is in use by another process. The port is written in its endpoint (" + path + ":36): free port 18083, or change it there" + tail},
-		"a longer port is not this one": {p, target.Target{Name: "longer_port", Runtime: target.RuntimeSim, Endpoint: "http://127.0.0.1:180801"}, "127.0.0.1:18080",
-			"target longer_port cannot serve on 127.0.0.1:18080: port 18080 is in use by another process: free port 18080, or give the target another one"},
+		"a longer port is not this one": {p, target.Target{Name: "longer_port", Runtime: target.RuntimeSim, Endpoint: "http://127.0.0.1:18080"}, "127.0.0.1:1808",
+			"target longer_port cannot serve on 127.0.0.1:1808: port 1808 is in use by another process: free port 1808, or give the target another one"},
 		"a sensitive variable is never named": {p, target.Target{Name: "secret", Runtime: target.RuntimeSim, Endpoint: "http://127.0.0.1:18082"}, "127.0.0.1:18082",
 			"target secret cannot serve on 127.0.0.1:18082: port 18082 is in use by another process. The port is written in its endpoint (" + path + ":41): free port 18082, or change it there" + tail},
 		"no plan": {nil, target.Target{Name: "by_number", Runtime: target.RuntimeSim}, "127.0.0.1:18080",
