@@ -10,10 +10,10 @@
 //   - Every file the engine writes into a state directory is accounted for by a
 //     journal record with its size and sha256 (plan_frozen: plan/; amendment: its
 //     files; step_end: the attempt's files; journal_repaired: the torn last line
-//     of a journal, which an apply moves to repairs/ before it goes on). The rest is manifest.json (derived
-//     from the journal), signatures/ (which sign the journal's head), the lock, and
-//     report/ (derived by `rigor report`). VerifyState checks all of it and
-//     reports anything else as a stray.
+//     of a journal, which an apply moves to repairs/ before it goes on). The rest
+//     is manifest.json (derived from the journal), signatures/ (which sign the
+//     journal's head), the lock, and report/ (derived by `rigor report`).
+//     VerifyState checks all of it and reports anything else as a stray.
 //   - A failed attempt is never re-run, except an always-step's (restore), which
 //     every later apply runs again, first, as a new attempt. After a stop-class
 //     failure, an interrupt or a hold by the caller's gate (Options.Gate) only

@@ -33,8 +33,9 @@ type PowerEstimate struct {
 	Resolvable bool `json:"resolvable"`
 	// CandidateStarted says whether any candidate block has started.
 	CandidateStarted bool `json:"candidate_traffic_started"`
-	// RuleLockedBy is the first measured block of the matrix the rule judges that has started:
-	// from then on a change of the rule is post-hoc (engine semantics 10).
+	// RuleLockedBy is the first measured block of the matrix the rule judges that
+	// has started: from then on a change of the rule is post-hoc (engine semantics
+	// 10).
 	RuleLockedBy string `json:"rule_locked_by,omitempty"`
 	Flag         string `json:"flag,omitempty"`
 }
