@@ -361,7 +361,7 @@ func repairTornTail(stateDir string) (*tornTail, error) {
 				return nil, fmt.Errorf("move the journal's torn last line aside: %w", err)
 			}
 		}
-		t = &tornTail{art: Artefact{Path: rel, Size: int64(len(torn)), SHA256: plans.SHA256Hex(torn)}, bytes: len(torn)}
+		t = tornTailOf(rel, torn)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
@@ -380,24 +380,20 @@ func repairTornTail(stateDir string) (*tornTail, error) {
 // tornPath is where the torn line after record n is kept.
 func tornPath(n int) string { return fmt.Sprintf("%s/torn-after-record-%d.jsonl", RepairsDir, n) }
 
+// tornTailOf is the artefact of the torn bytes kept at rel.
+func tornTailOf(rel string, torn []byte) *tornTail {
+	return &tornTail{art: Artefact{Path: rel, Size: int64(len(torn)), SHA256: plans.SHA256Hex(torn)}, bytes: len(torn)}
+}
+
 // unjournalledRepair is the repairs/ file of a repair that cut the whole journal
 // data back but died before its journal_repaired record; nil when there is none.
+// Every apply asks, so the common answer costs a stat: the file would be named
+// after the journal's line count, and a record accounting for it names its path.
 func unjournalledRepair(stateDir string, data []byte) *tornTail {
-	recs, _, _, problems := verifyChain(data)
-	if len(problems) > 0 || len(recs) == 0 {
-		return nil
-	}
-	rel := tornPath(len(recs))
+	rel := tornPath(bytes.Count(data, []byte("\n")))
 	torn, err := os.ReadFile(statePath(stateDir, rel))
-	if err != nil {
+	if err != nil || bytes.Contains(data, []byte(`"path":"`+rel+`"`)) {
 		return nil
 	}
-	for _, r := range recs {
-		for _, a := range r.Artefacts {
-			if a.Path == rel {
-				return nil
-			}
-		}
-	}
-	return &tornTail{art: Artefact{Path: rel, Size: int64(len(torn)), SHA256: plans.SHA256Hex(torn)}, bytes: len(torn)}
+	return tornTailOf(rel, torn)
 }
