@@ -572,20 +572,20 @@ func freeze(stateDir string, plan *plans.Plan, reg Registry, planJSON []byte, pl
 	return writeManifest(stateDir, j.Records())
 }
 
-// outputsBefore are the outputs of the latest attempt of addr that succeeded before
-// journal record seq; false when none did.
-func (r *run) outputsBefore(addr string, seq int) (cty.Value, bool) {
+// succeededBefore is the latest attempt of addr that succeeded, with outputs, before
+// journal record seq; nil when none did.
+func (r *run) succeededBefore(addr string, seq int) *attemptRecord {
 	h := r.st.steps[addr]
 	if h == nil {
-		return cty.NilVal, false
+		return nil
 	}
 	for i := len(h.attempts) - 1; i >= 0; i-- {
 		a := h.attempts[i]
 		if a.end != nil && a.end.Seq < seq && a.end.Status == StatusSucceeded && a.outputs != cty.NilVal {
-			return a.outputs, true
+			return a
 		}
 	}
-	return cty.NilVal, false
+	return nil
 }
 
 // mustInstance is the instance at addr, which the plan is known to hold.
@@ -665,11 +665,11 @@ func (r *run) checkResume() error {
 		// evidence of that one.
 		var seen plans.Outputs
 		for _, d := range inst.DependsOn {
-			v, ok := r.outputsBefore(d, start.Seq)
-			if !ok {
-				continue
+			a := r.succeededBefore(d, start.Seq)
+			if a == nil || a.end == r.st.steps[d].final {
+				continue // the final attempt, whose outputs the run holds (loadHistory)
 			}
-			conv, err := convertOutputs(v, mustInstance(r.plan, d))
+			conv, err := convertOutputs(a.outputs, mustInstance(r.plan, d))
 			if err != nil {
 				return fmt.Errorf("%w: %s: %v", ErrInputsChanged, inst.Addr, err)
 			}
