@@ -59,17 +59,20 @@ frozen plans are evidence, and a file in one is refused.`,
 					files = append(files, a)
 				}
 			}
-			for _, f := range files {
-				target := f // a symlink is checked where it leads, which fmt would write
-				if t, err := filepath.EvalSymlinks(f); err == nil {
-					target = t
+			// A symlink is checked, and formatted, where it leads.
+			targets := make([]string, len(files))
+			for i, f := range files {
+				t, err := filepath.EvalSymlinks(f)
+				if err != nil {
+					return &exitError{code: 1, msg: err.Error()}
 				}
-				if dir := stateDirOf(target); dir != "" {
+				if dir := stateDirOf(t); dir != "" {
 					return &exitError{code: 1, msg: fmt.Sprintf("%s is in the rigor state directory %s: its files are evidence, and formatting them would fail rigor verify", f, dir)}
 				}
+				targets[i] = t
 			}
 			unformatted := 0
-			for _, f := range files {
+			for i, f := range files {
 				src, err := os.ReadFile(f)
 				if err != nil {
 					return &exitError{code: 1, msg: err.Error()}
@@ -92,16 +95,11 @@ frozen plans are evidence, and a file in one is refused.`,
 				fmt.Fprintln(g.stdout, f)
 				if !check {
 					// Replaced whole: a full disk must not leave half a campaign file.
-					// Through a symlink, the file it names is the one formatted.
-					target, err := filepath.EvalSymlinks(f)
-					if err != nil {
-						return &exitError{code: 1, msg: err.Error()}
-					}
 					perm := os.FileMode(0o644)
-					if st, err := os.Stat(target); err == nil {
+					if st, err := os.Stat(targets[i]); err == nil {
 						perm = st.Mode().Perm()
 					}
-					if err := atomicfile.Write(target, out, perm); err != nil {
+					if err := atomicfile.Write(targets[i], out, perm); err != nil {
 						return &exitError{code: 1, msg: err.Error()}
 					}
 				}
@@ -116,11 +114,8 @@ frozen plans are evidence, and a file in one is refused.`,
 	return cmd
 }
 
-// isStateDir says whether dir is a rigor state directory: it holds a journal.
-func isStateDir(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, engine.JournalFile))
-	return err == nil && st.Mode().IsRegular()
-}
+// isStateDir says whether dir is a rigor state directory (engine.CheckState).
+func isStateDir(dir string) bool { return engine.CheckState(dir) == nil }
 
 // stateDirOf is the state directory that holds path, or "" when none does.
 func stateDirOf(path string) string {
