@@ -204,15 +204,9 @@ func cacheStartOf(sc *engine.StepContext, t target.Target, rc *resetCall, before
 	}
 	if st.CarriedFrom != nil {
 		// An arm of the same name in another matrix is another arm.
-		st.InheritedFromOtherArm = st.CarriedFrom.Arm != target.Str(sc.Config, "arm") || stepOf(st.CarriedFrom.Addr) != stepOf(sc.Addr)
+		st.InheritedFromOtherArm = st.CarriedFrom.Arm != target.Str(sc.Config, "arm") || plans.StepAddr(st.CarriedFrom.Addr) != plans.StepAddr(sc.Addr)
 	}
 	return st
-}
-
-// stepOf is the step an instance address belongs to: block.m of block.m["a/c4/r1"].
-func stepOf(addr string) string {
-	step, _, _ := strings.Cut(addr, "[")
-	return step
 }
 
 // observe computes the reuse the block saw: from the records' cached_tokens and from

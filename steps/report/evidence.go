@@ -361,8 +361,7 @@ func (ev *evidence) collectBlocks() {
 
 // matrixOf returns "primary" for block.primary["arm/c1/r1"].
 func matrixOf(addr string) string {
-	base, _, _ := strings.Cut(addr, "[")
-	return strings.TrimPrefix(base, "block.")
+	return strings.TrimPrefix(plans.StepAddr(addr), "block.")
 }
 
 // attemptDir is the directory of the settling attempt, relative to the state.
