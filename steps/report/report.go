@@ -217,7 +217,7 @@ func (ev *evidence) verdictStatistics(st *Statistics, v Verdict) {
 			st.Energy.Source = e.Source
 		}
 	}
-	st.Energy.Basis = "GPU power samples (gpu.jsonl) integrated by the trapezoid rule over each block's window (result.json anchors), summed over GPUs; per output token over Σ completion tokens of every record of the block with usage, failed requests' included (the window's energy went to them too)"
+	st.Energy.Basis = "GPU power samples (gpu.jsonl) integrated by the trapezoid rule over each block's window (result.json anchors), summed over GPUs; per output token over Σ completion tokens of every record of the block with usage, failed requests' included (the window's energy went to them too); per request over attempted requests"
 	if st.Energy.Simulated {
 		st.Energy.Basis += "; simulated GPUs: simulated energy, not a measurement"
 	}

@@ -423,7 +423,7 @@ func (r *Report) energySection(d *document) {
 	if sim {
 		label = " The GPUs are simulated: these are simulated energies, not measurements."
 	}
-	s.p("%s; per request over attempted requests. Mean power is time-weighted over the covered part of the window; an energy figure enters a decision rule only when the samples cover at least %s of it.%s",
+	s.p("%s. Mean power is time-weighted over the covered part of the window; an energy figure enters a decision rule only when the samples cover at least %s of it.%s",
 		r.Summary.Statistics.Energy.Basis, pct(minEnergyCoverage), label)
 	s.tab(t)
 }
