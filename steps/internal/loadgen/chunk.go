@@ -34,6 +34,12 @@ func slowChunk(data []byte) (chunkInfo, error) {
 	if nonEmpty(c.Error) {
 		info.err = c.Error
 	}
+	// Older vLLM and servers modelled on it send their error response itself as an
+	// event: {"object":"error","message":...,"type":...,"code":...}.
+	var object string
+	if json.Unmarshal(c.Object, &object) == nil && object == "error" && info.err == nil {
+		info.err = json.RawMessage(data)
+	}
 	for _, ch := range c.Choices {
 		if nonEmpty(ch.Delta.Content) || nonEmpty(ch.Delta.ToolCalls) || nonEmpty(ch.Text) {
 			info.visible = true
@@ -61,12 +67,12 @@ func init() {
 // fastChunk reads data when it is a JSON object whose only fields of interest are
 // "choices" (an array of objects, each with an optional object "delta", "text" and a
 // string or null "finish_reason"), an absent, null or flat "usage" (only the integer
-// counts prompt_tokens, completion_tokens and total_tokens) and an absent or null
-// "error". It
-// validates the whole event as JSON. ok is false whenever the input is anything else
-// (invalid JSON, a usage or error object, a key that encoding/json would match
-// case-insensitively, a duplicate key, an escaped key or finish reason, deep
-// nesting): then the caller falls back to encoding/json.
+// counts prompt_tokens, completion_tokens and total_tokens), an absent or null
+// "error" and an absent or plain-string "object" other than "error". It validates
+// the whole event as JSON. ok is false whenever the input is anything else
+// (invalid JSON, a usage or error object, an error response, a key that
+// encoding/json would match case-insensitively, a duplicate key, an escaped key or
+// finish reason, deep nesting): then the caller falls back to encoding/json.
 func fastChunk(data []byte) (info chunkInfo, ok bool) {
 	s := scanner{b: data}
 	s.ws()
@@ -102,8 +108,12 @@ func fastChunk(data []byte) (info chunkInfo, ok bool) {
 			}
 			seenError = true
 			return s.literal("null") // a real error object: the slow path
+		case "object":
+			// "object":"error" makes the event an error response: the slow path.
+			v, ok := s.plainString()
+			return ok && string(v) != "error"
 		}
-		if foldsTo(key, "choices", "usage", "error") {
+		if foldsTo(key, "choices", "usage", "error", "object") {
 			return false
 		}
 		return s.skip(0)

@@ -55,6 +55,11 @@ var chunkSeeds = []string{
 	`{"choices":[]} x`, `{"choices":[]}` + "\n ", `[]`, `"s"`, ``, `{`, `{"a"}`, `{"a":1,}`, `{,}`,
 	`{"caf\u00e9":1}`, `{"café":1}`, `{"choice\u0073":[{"delta":{"content":"x"}}]}`,
 	strings.Repeat(`{"a":`, 100) + `1` + strings.Repeat(`}`, 100),
+	`{"object":"error","message":"boom","type":"BadRequestError","param":null,"code":400}`,
+	`{"object":"error","object":"chat.completion.chunk","choices":[]}`,
+	`{"object":"chat.completion.chunk","object":"error"}`,
+	`{"object":5,"choices":[]}`,
+	`{"Object":"error"}`,
 }
 
 // checkChunk compares the fast path with encoding/json on one input: whenever the

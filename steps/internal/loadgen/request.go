@@ -62,6 +62,7 @@ type wireChunk struct {
 	Choices []wireChoice    `json:"choices"`
 	Usage   *wireUsage      `json:"usage"`
 	Error   json.RawMessage `json:"error"`
+	Object  json.RawMessage `json:"object"`
 }
 
 // nonEmpty reports whether a raw JSON value carries something: not absent, null,

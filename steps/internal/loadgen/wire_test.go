@@ -127,6 +127,11 @@ func TestWireCases(t *testing.T) {
 			handler: script(roleChunk, contentChunk("a"), ev(`{"error":{"message":"boom","type":"InternalServerError","code":500}}`), doneEvent),
 			want:    want{outcome: StreamError, status: 200, chunks: 3, content: 1, ttfo: true, ttft: true, errHas: "boom"},
 		},
+		"flat error response as an event": {
+			// Older vLLM sent its ErrorResponse itself mid-stream, then [DONE].
+			handler: script(roleChunk, contentChunk("a"), ev(`{"object":"error","message":"prompt too long","type":"BadRequestError","param":null,"code":400}`), doneEvent),
+			want:    want{outcome: StreamError, status: 200, chunks: 3, content: 1, ttfo: true, ttft: true, errHas: `in-band error: {"object":"error","message":"prompt too long"`},
+		},
 		"event: error": {
 			handler: script(roleChunk, "event: error\ndata: {\"message\":\"overloaded\"}\n\n", doneEvent),
 			want:    want{outcome: StreamError, status: 200, chunks: 1, errHas: "overloaded"},
