@@ -21,10 +21,11 @@ import (
 // buffers on a connection's first request) ran after the block clock started.
 //
 // What it supports is what an OpenAI-compatible streaming endpoint needs: status
-// line and headers (1xx skipped), bodies framed by Transfer-Encoding: chunked,
-// Content-Length or the end of the connection, and keep-alive unless the server
-// says "Connection: close" or speaks HTTP/1.0. It never retries: a POST that may
-// have reached the server is never sent twice.
+// line and headers (1xx skipped; lines end in CRLF or a bare LF), bodies framed by
+// Transfer-Encoding: chunked, Content-Length or the end of the connection, and
+// keep-alive unless the server says "Connection: close" or speaks HTTP/1.0, or
+// has closed the idle connection anyway (closedByPeer, checked before each send).
+// It never retries: a POST that may have reached the server is never sent twice.
 
 const (
 	connReadSize   = 32 << 10 // socket read size; a burst of events is taken in one read
@@ -89,9 +90,9 @@ type response struct {
 // readHead reads the status line and headers, skipping 1xx interim responses.
 func (c *h1conn) readHead() (response, error) {
 	for {
-		var i int
+		var i, term int
 		for {
-			if i = bytes.Index(c.buf[c.r:c.w], []byte("\r\n\r\n")); i >= 0 {
+			if i, term = headEnd(c.buf[c.r:c.w]); i >= 0 {
 				break
 			}
 			if c.w-c.r > maxHeaderBytes {
@@ -108,7 +109,7 @@ func (c *h1conn) readHead() (response, error) {
 			}
 		}
 		head := c.buf[c.r : c.r+i]
-		c.r += i + 4
+		c.r += i + term
 		resp, err := parseHead(head)
 		if err != nil {
 			return response{}, err
@@ -122,10 +123,37 @@ func (c *h1conn) readHead() (response, error) {
 	}
 }
 
+// headEnd finds the empty line that ends a response head in b: i is where the
+// head's last line ends and term the length of the line break and empty line
+// after it; i is -1 while the head is incomplete. Lines end in CRLF or, as
+// net/http's client accepts, a bare LF.
+func headEnd(b []byte) (i, term int) {
+	for from := 0; ; {
+		j := bytes.IndexByte(b[from:], '\n')
+		if j < 0 {
+			return -1, 0
+		}
+		j += from
+		switch {
+		case j+1 < len(b) && b[j+1] == '\n':
+			return j, 2
+		case j+2 < len(b) && b[j+1] == '\r' && b[j+2] == '\n':
+			return j, 3
+		}
+		from = j + 1
+	}
+}
+
+// cutLine cuts the first line of a response head off b, without its CRLF or bare LF.
+func cutLine(b []byte) (line, rest []byte) {
+	line, rest, _ = bytes.Cut(b, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r")), rest
+}
+
 // parseHead parses "HTTP/1.x SSS reason\r\nName: value\r\n...".
 func parseHead(head []byte) (response, error) {
 	resp := response{length: -1}
-	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	line, rest := cutLine(head)
 	proto, after, ok := bytes.Cut(line, []byte(" "))
 	if !ok || !bytes.HasPrefix(proto, []byte("HTTP/1.")) || len(after) < 3 {
 		return resp, fmt.Errorf("%w: status line %q", errMalformedResponse, excerptBytes(line))
@@ -138,7 +166,7 @@ func parseHead(head []byte) (response, error) {
 	resp.close = string(proto) == "HTTP/1.0"
 	for len(rest) > 0 {
 		var h []byte
-		h, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		h, rest = cutLine(rest)
 		name, value, ok := bytes.Cut(h, []byte(":"))
 		if !ok {
 			return resp, fmt.Errorf("%w: header line %q", errMalformedResponse, excerptBytes(h))

@@ -9,10 +9,10 @@ func headerValue(head []byte, name string) string {
 	if name == "" {
 		return ""
 	}
-	_, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	_, rest := cutLine(head)
 	for len(rest) > 0 {
 		var line []byte
-		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		line, rest = cutLine(rest)
 		k, v, ok := bytes.Cut(line, []byte(":"))
 		if ok && bytes.EqualFold(bytes.TrimSpace(k), []byte(name)) {
 			return string(bytes.TrimSpace(v))

@@ -138,9 +138,12 @@ func (r *runner) do(w *worker, i int, sched time.Time) Record {
 	}
 
 	// A connection idle for longer than warmMaxAge may have been closed by the
-	// server: a fresh one is dialled (and recorded) rather than risk failing the
-	// request for a reason that has nothing to do with the server under test.
-	if w.conn != nil && time.Since(w.conn.lastUsed) >= warmMaxAge {
+	// server, and one the server has closed without saying "Connection: close"
+	// (a proxy's idle timeout, a server that closes after each response) has its
+	// end waiting on the socket: a fresh one is dialled (and recorded) rather than
+	// fail the request for a reason that has nothing to do with the server under
+	// test. A POST is never sent twice: this is decided before the request is.
+	if w.conn != nil && (time.Since(w.conn.lastUsed) >= warmMaxAge || closedByPeer(w.conn.nc)) {
 		w.closeConn()
 	}
 	if w.conn == nil {

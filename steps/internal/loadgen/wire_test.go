@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -305,4 +306,67 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// rawResponse answers with the bytes of resp written on the hijacked socket, which
+// is then closed: what no net/http handler can send.
+func rawResponse(resp string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		buf.WriteString(resp)
+		buf.Flush()
+	}
+}
+
+// A response head whose lines end in a bare LF is read as net/http's client reads
+// it; the request used to wait for a CRLF CRLF that never came.
+func TestBareLFResponseHead(t *testing.T) {
+	checkLeaks(t)
+	srv := server(t, rawResponse("HTTP/1.1 200 OK\nContent-Type: text/event-stream\nX-Served-By: sim-7\r\nConnection: close\n\n"+okStream(3)))
+	cfg := testConfig(srv.URL)
+	cfg.IdentityHeader = "X-Served-By"
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadRecords(&out)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records: %v, %d", err, len(recs))
+	}
+	if r := recs[0]; r.Outcome != OK || r.HTTPStatus != 200 || r.ContentChunks != 3 || r.Usage == nil || r.ServedBy != "sim-7" {
+		t.Errorf("record %+v (%s): want ok, 200, 3 content chunks, usage, served by sim-7", r, r.Error)
+	}
+}
+
+// A server that closes the connection after each response without saying
+// "Connection: close" costs a dial per request, never a failed request: the client
+// sees the connection's end waiting on the socket before it sends on it.
+func TestConnectionClosedWithoutNotice(t *testing.T) {
+	checkLeaks(t)
+	body := okStream(2)
+	srv := server(t, rawResponse(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)))
+	cfg := testConfig(srv.URL)
+	// Open loop at 10 requests/s: the server's FIN has long arrived when the next
+	// request is due on the one connection.
+	cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, 10
+	cfg.Concurrency, cfg.Requests = 1, 3
+	var out bytes.Buffer
+	res, err := Run(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := ReadRecords(&out)
+	for _, r := range recs {
+		if r.Outcome != OK {
+			t.Errorf("request %d: %s (%s)", r.Index, r.Outcome, r.Error)
+		}
+	}
+	if len(recs) != 3 || res.Dial == nil || res.Dial.Warm != 1 || res.Dial.InBlock != 2 || res.Dial.InBlockFails != 0 {
+		t.Errorf("%d records, dials %+v: want 3 records, 1 warm dial and 2 in the block", len(recs), res.Dial)
+	}
 }
