@@ -41,10 +41,11 @@ func newApplyCmd(g *globals) *cobra.Command {
 					return &exitError{code: exitUsage, msg: "--hold-unresolvable: " + why}
 				}
 			}
-			// Whether an outage is open, as the latest event said: what a second or
-			// third interrupt would leave behind depends on it.
-			var outageOpen atomic.Bool
-			ctx, stop := interruptContext(g, outageOpen.Load)
+			// Whether a step has started and whether an outage is open, as the
+			// events said: what a second or third interrupt would leave behind
+			// depends on them.
+			var started, outageOpen atomic.Bool
+			ctx, stop := interruptContext(g, started.Load, outageOpen.Load)
 			defer stop()
 			view := newProgressView(g)
 			observe := observer(g, view)
@@ -53,6 +54,9 @@ func newApplyCmd(g *globals) *cobra.Command {
 				Observe: func(e engine.Event) {
 					if e.Kind != "progress" {
 						outageOpen.Store(e.Outage.Open)
+					}
+					if e.Kind == "step_start" {
+						started.Store(true)
 					}
 					observe(e)
 				},
@@ -202,20 +206,29 @@ func countsText(c map[engine.Status]int) string {
 // interruptContext implements the two-stage interrupt of apply: the first
 // SIGINT/SIGTERM cancels the running step and sends the engine to restore; the second
 // says what a kill would leave behind; the third exits at once (signals.go).
-func interruptContext(g *globals, outageOpen func() bool) (context.Context, func()) {
+// Before the first step starts (a freeze hashing large inputs, a resume checking
+// the state) no event has said whether the journal holds an open outage, so
+// nothing is said of one.
+func interruptContext(g *globals, started, outageOpen func() bool) (context.Context, func()) {
 	return watchInterrupts(g, interruptPlan{
 		// The engine says what happens next (running steps cancelled, always-steps
 		// run); this line says only what another signal does.
 		first: "interrupt again for what a kill would leave behind",
 		second: func() string {
-			if outageOpen() {
+			switch {
+			case outageOpen():
 				return "restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first."
+			case !started():
+				return "no step has started yet: rigor is freezing the plan or checking the state. A third interrupt exits now; the next `rigor plan apply` on this state goes on from there."
 			}
 			return "the always-steps are running; no outage is open. A third interrupt exits now; the next `rigor plan apply` on this state settles what it leaves."
 		},
 		exit: func() string {
-			if outageOpen() {
+			switch {
+			case outageOpen():
 				return "exiting without finishing restore; run `rigor plan apply` on the same state to restore"
+			case !started():
+				return "exiting before any step started; run `rigor plan apply` on the same state to go on"
 			}
 			return "exiting before the always-steps finished; no outage is open; run `rigor plan apply` on the same state to settle them"
 		},
