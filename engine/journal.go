@@ -189,7 +189,7 @@ func verifyChain(data []byte) ([]Record, string, []string, []string) {
 	var hashes, problems []string
 	prev := GenesisHash
 	if len(data) > 0 && data[len(data)-1] != '\n' {
-		problems = append(problems, "the last record is not terminated (truncated journal: a write the machine never finished, as at a power loss; `rigor plan apply` on this state moves it to "+RepairsDir+"/ and goes on, restoring first)")
+		problems = append(problems, "the last record is not terminated (truncated journal: a write the machine never finished, as at a power loss; `rigor plan apply` on this state moves it to "+RepairsDir+"/ and recovers as after a crash: a step the crash interrupted is re-run only if it is safe to, otherwise the campaign is restored and held)")
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<30)

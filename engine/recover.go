@@ -76,15 +76,24 @@ func (r *run) recoverCrash() {
 			r.terminal[inst.Addr] = &rec
 		}
 	}
-	// Did the dead apply reach its always-steps? Then it had finished or stopped:
-	// what is left is the restore, not the campaign.
+	// Did the dead apply reach its always-steps, or take an interrupt? Then it
+	// had finished or was stopping: what is left is the restore, not the
+	// campaign. (A third interrupt exits at once, possibly while the running steps
+	// were still being cancelled, before any always-step started; the one who
+	// sent it wanted the campaign stopped, not continued.)
 	allAlwaysDone := true
+	signal := ""
 	for _, rec := range r.j.Records() {
-		if rec.Seq <= r.st.lastApply || rec.Kind != KindStepStart {
+		if rec.Seq <= r.st.lastApply {
 			continue
 		}
-		if inst, ok := r.plan.Instance(rec.Step); ok && inst.Meta.Always {
-			reachedAlways = true
+		switch rec.Kind {
+		case KindInterrupt:
+			signal = rec.Signal
+		case KindStepStart:
+			if inst, ok := r.plan.Instance(rec.Step); ok && inst.Meta.Always {
+				reachedAlways = true
+			}
 		}
 	}
 	if reachedAlways {
@@ -96,6 +105,12 @@ func (r *run) recoverCrash() {
 	}
 	r.closeOutageFromEvidence()
 	msg := fmt.Sprintf("the previous apply ended without closing the campaign: %d attempt(s) left open", len(open))
+	if signal != "" {
+		// Whatever is left, the one who interrupted wanted the campaign stopped:
+		// it is held, never completed by this apply.
+		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseInterrupted, ClassInterrupted
+		r.stopReason = "the previous apply was interrupted by " + signal + " and killed before it finished; what its always-steps left ran now, and the campaign is held: apply again to continue"
+	}
 	switch {
 	case reachedAlways && allAlwaysDone && !r.outageView().Open:
 		// Everything but the campaign_end was done: nothing runs again, and the
@@ -115,6 +130,10 @@ func (r *run) recoverCrash() {
 		r.restoreOnly = true
 		r.parkRest()
 		msg += "; it had reached its always-steps, so only they run now"
+	case signal != "":
+		r.restoreOnly = true
+		r.parkRest()
+		msg += "; it had been interrupted (" + signal + ") and was cancelling its steps, so only its always-steps run now"
 	case len(interrupted) > 0:
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRecovered, ClassCrash
 		r.stopReason = fmt.Sprintf("%s was interrupted when the previous apply died; every record it wrote is kept and counted, and it is not re-sent (declare rerun_safe = true to allow a re-run); apply again to continue without it", strings.Join(interrupted, ", "))
