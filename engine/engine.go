@@ -158,14 +158,19 @@ type run struct {
 	stopReason  string
 	stopClass   FailureClass
 	interrupted bool
-	deferred    bool // a step was deferred for the outage budget in this apply
-	restoreOnly bool // the apply retries the restore and holds, nothing else
-	pinned      map[string]string
-	armStopped  map[string]string       // matrix/arm -> why an operational failure stopped it
-	armClass    map[string]FailureClass // matrix/arm -> the class that stopped it
-	windows     *windows                // blocks that captures run during
-	manifest    []ManifestEntry         // plan files plus every step_end's artefacts so far
-	evidenceErr error
+	// interruptOnce writes the interrupt record once, from whichever goroutine
+	// sees the interrupt first (watchInterrupt or the scheduler); interruptErr is
+	// what that write returned.
+	interruptOnce sync.Once
+	interruptErr  error
+	deferred      bool // a step was deferred for the outage budget in this apply
+	restoreOnly   bool // the apply retries the restore and holds, nothing else
+	pinned        map[string]string
+	armStopped    map[string]string       // matrix/arm -> why an operational failure stopped it
+	armClass      map[string]FailureClass // matrix/arm -> the class that stopped it
+	windows       *windows                // blocks that captures run during
+	manifest      []ManifestEntry         // plan files plus every step_end's artefacts so far
+	evidenceErr   error
 
 	outageMu    sync.Mutex // guards the outage fields, which running steps read
 	outageOpen  bool
@@ -264,11 +269,52 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 	}
 	prev := st.lifecycle
 	r.append(Record{Kind: KindApplyStart, Pid: os.Getpid(), Rigor: opts.Rigor, Lifecycle: prev})
+	stopWatching := r.watchInterrupt()
 	r.recover(prev)
-	if err := r.loop(); err != nil {
+	err = r.loop()
+	stopWatching()
+	if err != nil {
 		return nil, err
 	}
 	return r.end(), nil
+}
+
+// watchInterrupt journals an interrupt the moment it comes, whatever the scheduler
+// is doing (hashing a large input, keeping a finished step's evidence): a third
+// interrupt exits at once, without waiting for the scheduler, and the next apply
+// must find that the campaign was being stopped (recoverCrash). The returned
+// function stops watching, waiting for a write in progress.
+func (r *run) watchInterrupt() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-r.ctx.Done():
+			r.journalInterrupt()
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// journalInterrupt appends the interrupt record, once.
+func (r *run) journalInterrupt() {
+	r.interruptOnce.Do(func() {
+		_, r.interruptErr = r.j.Append(Record{Kind: KindInterrupt, Signal: interruptSignal(r.ctx), Message: "running steps cancelled; always-steps run next"})
+	})
+}
+
+// interruptSignal names what cancelled ctx: the signal, as the command's cause says.
+func interruptSignal(ctx context.Context) string {
+	if cause := context.Cause(ctx); cause != nil {
+		return cause.Error()
+	}
+	return "interrupt"
 }
 
 // frozenCampaignName reads the campaign's name from the frozen plan ("" if none).

@@ -11,14 +11,17 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// checkPinned hashes, before a step starts, every campaign.frozen file and the
-// pinned inputs its step type names, and compares each with the digest that first
-// pinned it. A new name is pinned by this start. A difference is the stop-class
-// frozen_input_changed, raised before the step does anything.
+// pinnedDigests hashes, before a step starts, every campaign.frozen file and the
+// pinned inputs its step type names; comparePinned then compares each with the
+// digest that first pinned it. A new name is pinned by this start. A difference is
+// the stop-class frozen_input_changed, raised before the step does anything.
 //
 // An always-step (restore) is held only to its own pinned inputs (its protected
 // files): a changed recipe must not make a restored incumbent count as unrestored.
-func (r *run) checkPinned(inst *plans.Instance, cfg cty.Value) (map[string]string, *Result) {
+//
+// pinnedDigests reads only the plan and the files, so it may run off the
+// scheduler's goroutine (see start).
+func (r *run) pinnedDigests(inst *plans.Instance, cfg cty.Value) (map[string]string, error) {
 	digests := map[string]string{}
 	if !inst.Meta.Always {
 		for _, f := range r.plan.Campaign.Frozen {
@@ -29,11 +32,16 @@ func (r *run) checkPinned(inst *plans.Instance, cfg cty.Value) (map[string]strin
 		unmarked, _ := cfg.UnmarkDeep()
 		d, err := pi.PinnedInputs(unmarked, r.plan.BaseDir)
 		if err != nil {
-			res := Failed(ClassFrozenInputChanged, "pinned inputs cannot be computed: %v", err)
-			return digests, &res
+			return digests, err
 		}
 		maps.Copy(digests, d)
 	}
+	return digests, nil
+}
+
+// comparePinned compares digests with what first pinned each name, pinning new
+// names.
+func (r *run) comparePinned(digests map[string]string) (map[string]string, *Result) {
 	var changed []string
 	for _, name := range slices.Sorted(maps.Keys(digests)) {
 		want, ok := r.pinned[name]

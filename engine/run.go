@@ -62,15 +62,14 @@ func (r *run) noteInterrupt() {
 		return
 	}
 	r.interrupted = true
-	cause := context.Cause(r.ctx)
-	sig := "interrupt"
-	if cause != nil {
-		sig = cause.Error()
-	}
+	sig := interruptSignal(r.ctx)
 	if r.stopped == notStopped {
 		r.stopped, r.stopCause, r.stopReason, r.stopClass = stopInterrupt, CauseInterrupted, "interrupted by "+sig, ClassInterrupted
 	}
-	r.append(Record{Kind: KindInterrupt, Signal: sig, Message: "running steps cancelled; always-steps run next"})
+	r.journalInterrupt() // watchInterrupt has most often written it already
+	if r.interruptErr != nil {
+		r.evidenceFailed(r.interruptErr)
+	}
 	r.event(Event{Kind: "note", Message: "interrupt received (" + sig + "): cancelling running steps, then running always-steps (restore)"})
 }
 
@@ -387,13 +386,44 @@ func (r *run) start(inst *plans.Instance) bool {
 	cfg, files, deps, err := r.inputsOf(inst, nil)
 	var sum string
 	var parts *InputParts
-	if err == nil {
-		sum, parts, err = inputsHash(cfg, files, deps)
-	}
 	var digests map[string]string
 	var pinProblem *Result
 	if err == nil {
-		digests, pinProblem = r.checkPinned(inst, cfg)
+		// Hashing the inputs (a corpus, a frozen file of gigabytes) is done off
+		// this goroutine, so that an interrupt meanwhile is journaled at once: a
+		// third interrupt exits without waiting, and the next apply must know the
+		// campaign was being stopped. The step then does not start. An always-step
+		// waits for its hashes whatever happens.
+		var pinErr error
+		hashed := make(chan struct{})
+		go func() {
+			defer close(hashed)
+			if sum, parts, err = inputsHash(cfg, files, deps); err == nil {
+				digests, pinErr = r.pinnedDigests(inst, cfg)
+			}
+		}()
+		if !inst.Meta.Always {
+			select {
+			case <-hashed:
+			case <-r.ctxDone():
+				// The hashes are abandoned, never read: the goroutine finishes alone.
+				r.noteInterrupt()
+				return false
+			}
+		}
+		<-hashed
+		if !inst.Meta.Always && r.ctx.Err() != nil {
+			r.noteInterrupt()
+			return false
+		}
+		switch {
+		case err != nil:
+		case pinErr != nil:
+			res := Failed(ClassFrozenInputChanged, "pinned inputs cannot be computed: %v", pinErr)
+			pinProblem = &res
+		default:
+			digests, pinProblem = r.comparePinned(digests)
+		}
 	}
 	if opens {
 		r.openOutage(inst)

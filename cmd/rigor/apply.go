@@ -44,8 +44,8 @@ func newApplyCmd(g *globals) *cobra.Command {
 			// Whether a step has started and whether an outage is open, as the
 			// events said: what a second or third interrupt would leave behind
 			// depends on them.
-			var started, outageOpen atomic.Bool
-			ctx, stop := interruptContext(g, started.Load, outageOpen.Load)
+			var started, restoring, outageOpen atomic.Bool
+			ctx, stop := interruptContext(g, interruptState{started.Load, restoring.Load, outageOpen.Load})
 			defer stop()
 			view := newProgressView(g)
 			observe := observer(g, view)
@@ -57,6 +57,9 @@ func newApplyCmd(g *globals) *cobra.Command {
 					}
 					if e.Kind == "step_start" {
 						started.Store(true)
+						if e.Always {
+							restoring.Store(true)
+						}
 					}
 					observe(e)
 				},
@@ -203,23 +206,34 @@ func countsText(c map[engine.Status]int) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
+// interruptState is what the events have said so far: whether a step, and an
+// always-step, has started, and whether an outage is open.
+type interruptState struct {
+	started, restoring, outageOpen func() bool
+}
+
 // interruptContext implements the two-stage interrupt of apply: the first
 // SIGINT/SIGTERM cancels the running step and sends the engine to restore; the second
 // says what a kill would leave behind; the third exits at once (signals.go).
 // Before the first step starts (a freeze hashing large inputs, a resume checking
 // the state) no event has said whether the journal holds an open outage, so
 // nothing is said of one.
-func interruptContext(g *globals, started, outageOpen func() bool) (context.Context, func()) {
+func interruptContext(g *globals, s interruptState) (context.Context, func()) {
+	started, restoring, outageOpen := s.started, s.restoring, s.outageOpen
 	return watchInterrupts(g, interruptPlan{
 		// The engine says what happens next (running steps cancelled, always-steps
 		// run); this line says only what another signal does.
 		first: "interrupt again for what a kill would leave behind",
 		second: func() string {
 			switch {
-			case outageOpen():
+			case outageOpen() && restoring():
 				return "restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first."
+			case outageOpen():
+				return "the running steps are being cancelled; restore runs next. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first."
 			case !started():
 				return "no step has started yet: rigor is freezing the plan or checking the state. A third interrupt exits now; the next `rigor plan apply` on this state goes on from there."
+			case !restoring():
+				return "the running steps are being cancelled; the always-steps run next; no outage is open. A third interrupt exits now; the next `rigor plan apply` on this state runs the always-steps and holds."
 			}
 			return "the always-steps are running; no outage is open. A third interrupt exits now; the next `rigor plan apply` on this state settles what it leaves."
 		},
