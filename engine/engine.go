@@ -468,7 +468,9 @@ func (r *run) pending() int {
 			continue
 		}
 		rec := r.terminal[inst.Addr]
-		if rec == nil || rec.Status == StatusDeferred || (rec.Status == StatusBlocked && r.heldBack(inst, rec)) {
+		// An interrupted step that may run again is still to run: a later apply
+		// runs it (continueHeld), so the campaign has not completed.
+		if rec == nil || rec.Status == StatusDeferred || (rec.Status == StatusBlocked && r.heldBack(inst, rec)) || r.mayRerun(inst, rec) {
 			n++
 		}
 	}

@@ -139,8 +139,11 @@ func (r *run) recoverCrash() {
 		r.stopReason = fmt.Sprintf("%s was interrupted when the previous apply died; every record it wrote is kept and counted, and it is not re-sent (declare rerun_safe = true to allow a re-run); apply again to continue without it", strings.Join(interrupted, ", "))
 		msg += "; " + r.stopReason
 	default:
-		for _, a := range open {
-			if inst, ok := r.plan.Instance(a.start.Step); ok && r.rerunSafe(inst) {
+		// Every step an apply interrupted and that may run again does: the one
+		// this crash interrupted, and one an earlier crash or interrupt did whose
+		// re-run this crash (killed in its recovery, say) never reached.
+		for _, inst := range r.plan.Instances {
+			if rec := r.terminal[inst.Addr]; rec != nil && !inst.Meta.Always && r.mayRerun(inst, rec) {
 				delete(r.terminal, inst.Addr)
 			}
 		}
