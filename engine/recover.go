@@ -299,6 +299,18 @@ func (r *run) continueHeld() {
 			}
 		}
 	}
+	// The restore closed the outage window the steps ran in: what runs again runs
+	// in a new one, opened again by the step that opened it (outage = "begin")
+	// among those it waits for, whatever its type.
+	if r.plan.Campaign.Outage != nil && !r.outageView().Open {
+		for _, a := range append(append([]string(nil), again...), fresh...) {
+			for _, anc := range r.ancestors(r.instance(a)) {
+				if rec := r.terminal[anc]; rec != nil && rec.Status == StatusSucceeded && r.instance(anc).Meta.Outage == "begin" {
+					redeploy[anc] = true
+				}
+			}
+		}
+	}
 	for a := range redeploy {
 		delete(r.terminal, a)
 	}
@@ -363,11 +375,9 @@ func (r *run) placedBy(inst *plans.Instance) (string, bool) {
 	return latest, true
 }
 
-// nearestRefreshers walks up the dependencies of inst and returns, on each path,
-// the first instance of a Refresher type: the step that put in place what inst
-// runs against.
-func (r *run) nearestRefreshers(inst *plans.Instance) []string {
-	var out []string
+// walkUp visits the non-always steps inst waits for, directly or not, nearest
+// first and each once; visit returns false not to walk on past that step.
+func (r *run) walkUp(inst *plans.Instance, visit func(addr string, dep *plans.Instance) bool) {
 	seen := map[string]bool{}
 	queue := append([]string(nil), inst.DependsOn...)
 	for len(queue) > 0 {
@@ -381,12 +391,34 @@ func (r *run) nearestRefreshers(inst *plans.Instance) []string {
 		if dep == nil || dep.Meta.Always {
 			continue
 		}
+		if visit(a, dep) {
+			queue = append(queue, dep.DependsOn...)
+		}
+	}
+}
+
+// ancestors lists the non-always steps inst waits for, directly or not.
+func (r *run) ancestors(inst *plans.Instance) []string {
+	var out []string
+	r.walkUp(inst, func(a string, _ *plans.Instance) bool {
+		out = append(out, a)
+		return true
+	})
+	return out
+}
+
+// nearestRefreshers walks up the dependencies of inst and returns, on each path,
+// the first instance of a Refresher type: the step that put in place what inst
+// runs against.
+func (r *run) nearestRefreshers(inst *plans.Instance) []string {
+	var out []string
+	r.walkUp(inst, func(a string, dep *plans.Instance) bool {
 		if _, ok := r.reg[dep.Type].(Refresher); ok {
 			out = append(out, a)
-			continue
+			return false
 		}
-		queue = append(queue, dep.DependsOn...)
-	}
+		return true
+	})
 	sort.Strings(out)
 	return out
 }
