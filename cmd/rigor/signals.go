@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/rigor-bench/rigor/steps"
 )
 
-// interruptPlan is what each SIGINT/SIGTERM does: the first cancels the context and
+// interruptPlan is what each SIGINT/SIGTERM/SIGHUP does: the first cancels the context and
 // logs first; the second logs second (when set) and the next one exits 130 after
 // logging exit. second and exit are worked out when the signal comes, so they can
 // say what is true then (whether an outage is open).
@@ -26,7 +28,12 @@ const exitInterrupted = 130
 func watchInterrupts(g *globals, p interruptPlan) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 3)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP is the terminal going away (a dropped ssh session): rigor must still
+	// restore, so it is an interrupt like the others. The output that went to that
+	// terminal may be a pipe that closes with it: a write to it must fail, not
+	// kill rigor with SIGPIPE before the restore.
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Ignore(syscall.SIGPIPE)
 	done := make(chan struct{})
 	go func() {
 		n := 0
@@ -41,6 +48,9 @@ func watchInterrupts(g *globals, p interruptPlan) (context.Context, func()) {
 				case n == 2 && p.second != nil:
 					g.log.Warn().Msg(p.second())
 				default:
+					// The commands the running steps started go with rigor: a
+					// restore cut short must not run on beside the next apply's.
+					steps.KillChildren()
 					g.log.Error().Msg(p.exit())
 					os.Exit(exitInterrupted)
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -53,11 +54,42 @@ func Command(ctx context.Context, argv []string, declared ...string) *Cmd {
 // deadline it was given came; errors.Is(err, context.DeadlineExceeded) holds too.
 var ErrBound = fmt.Errorf("killed at its bound: %w", context.DeadlineExceeded)
 
+// running holds the process groups of the commands started and not yet waited for.
+var running = struct {
+	sync.Mutex
+	groups map[int]bool
+}{groups: map[int]bool{}}
+
+// KillAll kills the process group of every command started and not yet waited for
+// and returns how many it killed: an apply that exits at once (a third interrupt)
+// must not leave a step's command, a restore among them, running without it.
+func KillAll() int {
+	running.Lock()
+	defer running.Unlock()
+	n := 0
+	for pgid := range running.groups {
+		if syscall.Kill(-pgid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Run runs the command. When it was killed at its bound the error wraps ErrBound;
 // when the context was cancelled, the context's error.
 func (c *Cmd) Run() error {
 	defer c.cancel()
-	err := c.Cmd.Run()
+	err := c.Cmd.Start()
+	if err == nil {
+		pgid := c.Process.Pid // Setpgid: the group is the child's own
+		running.Lock()
+		running.groups[pgid] = true
+		running.Unlock()
+		err = c.Cmd.Wait()
+		running.Lock()
+		delete(running.groups, pgid)
+		running.Unlock()
+	}
 	switch ctxErr := c.ctx.Err(); {
 	case err == nil || ctxErr == nil:
 		return err
