@@ -353,7 +353,7 @@ func (r *run) end() *Summary {
 			sum.RestoreFailures = append(sum.RestoreFailures, inst.Addr+" "+why)
 		}
 	}
-	notRerun := r.notRerun()
+	notRerun, down := r.notRerun()
 	switch {
 	case len(sum.RestoreFailures) > 0:
 		sum.Status, sum.Reason = EndRestoreFailed, "restore did not succeed: "+sum.RestoreFailures[0]
@@ -362,6 +362,12 @@ func (r *run) end() *Summary {
 		}
 	case r.stopped != notStopped:
 		sum.Status, sum.Cause, sum.Reason = EndHeld, r.stopCause, r.stopReason
+		if notRerun != "" && !r.deferred && r.pendingOutside(down) == 0 {
+			// What is left waits on a step no apply runs again: applying again
+			// runs nothing, and only a person closes the campaign.
+			sum.Exhausted = true
+			sum.Reason += "; nothing left can run: " + notRerun
+		}
 	case r.deferred:
 		sum.Status, sum.Cause = EndHeld, CauseDeferred
 		sum.Reason = "some steps did not fit in the outage budget and were deferred; apply again to run them in a new outage window"
@@ -392,7 +398,7 @@ func (r *run) end() *Summary {
 	for k, v := range sum.Counts {
 		counts[string(k)] = v
 	}
-	r.append(Record{Kind: KindCampaignEnd, Status: Status(sum.Status), Cause: sum.Cause, Message: sum.Reason, Counts: counts})
+	r.append(Record{Kind: KindCampaignEnd, Status: Status(sum.Status), Cause: sum.Cause, Message: sum.Reason, Counts: counts, Exhausted: sum.Exhausted})
 	r.outageMu.Lock()
 	sum.OutageOpen = r.outageOpen
 	if r.outageOpen {
@@ -428,10 +434,10 @@ func (r *run) stopFailure() string {
 
 // notRerun names the interrupted steps that no apply runs again (they do not declare
 // rerun_safe) and the blocked steps that wait on them, directly or through others,
-// or "".
-func (r *run) notRerun() string {
+// or "". down holds them all.
+func (r *run) notRerun() (msg string, down map[string]bool) {
 	var stuck, waiting []string
-	down := map[string]bool{}
+	down = map[string]bool{}
 	for _, inst := range r.plan.Instances { // run order: a dependency comes first
 		rec := r.terminal[inst.Addr]
 		if inst.Meta.Always || rec == nil {
@@ -448,23 +454,27 @@ func (r *run) notRerun() string {
 		}
 	}
 	if len(stuck) == 0 {
-		return ""
+		return "", down
 	}
-	msg := strings.Join(stuck, ", ") + " was interrupted and does not declare rerun_safe, so no apply runs it again"
+	msg = strings.Join(stuck, ", ") + " was interrupted and does not declare rerun_safe, so no apply runs it again"
 	if len(stuck) > 1 {
 		msg = strings.Join(stuck, ", ") + " were interrupted and do not declare rerun_safe, so no apply runs them again"
 	}
 	if len(waiting) > 0 {
 		msg += "; waiting on it, never run: " + strings.Join(waiting, ", ")
 	}
-	return msg
+	return msg, down
 }
 
 // pending counts the non-always steps left for a later apply.
-func (r *run) pending() int {
+func (r *run) pending() int { return r.pendingOutside(nil) }
+
+// pendingOutside counts the non-always steps left for a later apply, leaving out
+// those in skip.
+func (r *run) pendingOutside(skip map[string]bool) int {
 	n := 0
 	for _, inst := range r.plan.Instances {
-		if inst.Meta.Always {
+		if inst.Meta.Always || skip[inst.Addr] {
 			continue
 		}
 		rec := r.terminal[inst.Addr]

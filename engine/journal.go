@@ -105,6 +105,9 @@ type Record struct {
 	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
 	// Cause says, in campaign_end, why a campaign is held.
 	Cause string `json:"cause,omitempty"`
+	// Exhausted marks, in campaign_end, a held campaign with nothing left that a
+	// later apply could run (Summary.Exhausted).
+	Exhausted bool `json:"exhausted,omitempty"`
 	// Window numbers the outage windows in outage_begin and outage_end records.
 	Window int `json:"window,omitempty"`
 	// Overrun marks an outage_end whose outage outlasted its budget.

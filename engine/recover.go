@@ -109,7 +109,7 @@ func (r *run) recoverCrash() {
 		// Whatever is left, the one who interrupted wanted the campaign stopped:
 		// it is held, never completed by this apply.
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseInterrupted, ClassInterrupted
-		r.stopReason = "the previous apply was interrupted by " + signal + " and killed before it finished; what its always-steps left ran now, and the campaign is held: apply again to continue"
+		r.stopReason = "the previous apply was interrupted by " + signal + " and killed before it finished; what its always-steps left ran now, and the campaign is held"
 	}
 	switch {
 	case reachedAlways && allAlwaysDone && !r.outageView().Open:
@@ -129,10 +129,12 @@ func (r *run) recoverCrash() {
 	case reachedAlways:
 		r.restoreOnly = true
 		r.parkRest()
-		msg += "; it had reached its always-steps, so only they run now"
+		r.keepSucceededAlways()
+		msg += "; it had reached its always-steps, so only those it had not finished run now"
 	case signal != "":
 		r.restoreOnly = true
 		r.parkRest()
+		r.keepSucceededAlways()
 		msg += "; it had been interrupted (" + signal + ") and was cancelling its steps, so only its always-steps run now"
 	case len(interrupted) > 0:
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRecovered, ClassCrash
@@ -157,6 +159,21 @@ func (r *run) recoverCrash() {
 	}
 	r.append(Record{Kind: KindRecovery, Message: msg, Pid: os.Getpid()})
 	r.event(Event{Kind: "note", Message: msg})
+}
+
+// keepSucceededAlways leaves settled the always-steps the dead apply had run to
+// success, as it left them, so that only those it had not finished run now: a
+// restore that succeeded before the apply died during a later always-step is not
+// run a second time.
+func (r *run) keepSucceededAlways() {
+	for _, inst := range r.plan.Instances {
+		if !inst.Meta.Always || !r.succeededSince(inst.Addr, r.st.lastApply) {
+			continue
+		}
+		if h := r.st.steps[inst.Addr]; h != nil && h.final != nil && h.final.Status == StatusSucceeded {
+			r.terminal[inst.Addr] = h.final
+		}
+	}
 }
 
 // parkRest leaves every unsettled non-always step for a later apply.

@@ -29,11 +29,13 @@ type StateStatus struct {
 	OutageOpen  bool       `json:"outage_open"`
 	OutageSince *time.Time `json:"outage_since,omitempty"`
 	// OutageWindow numbers the last outage window opened.
-	OutageWindow int          `json:"outage_window,omitempty"`
-	Ended        string       `json:"ended,omitempty"`
-	EndReason    string       `json:"end_reason,omitempty"`
-	Running      []string     `json:"running_or_crashed,omitempty"`
-	Steps        []StepStatus `json:"steps"`
+	OutageWindow int    `json:"outage_window,omitempty"`
+	Ended        string `json:"ended,omitempty"`
+	EndReason    string `json:"end_reason,omitempty"`
+	// Exhausted: the campaign is held with nothing left that applying again could run.
+	Exhausted bool         `json:"exhausted,omitempty"`
+	Running   []string     `json:"running_or_crashed,omitempty"`
+	Steps     []StepStatus `json:"steps"`
 }
 
 // ReadStatus reads a state directory's journal into a status summary.
@@ -56,7 +58,7 @@ func ReadStatus(stateDir string) (*StateStatus, error) {
 		out.OutageSince = &t
 	}
 	if st.ended != nil && st.lifecycle != LifecycleRunning {
-		out.Ended, out.EndReason, out.Cause = string(st.ended.Status), st.ended.Message, st.ended.Cause
+		out.Ended, out.EndReason, out.Cause, out.Exhausted = string(st.ended.Status), st.ended.Message, st.ended.Cause, st.ended.Exhausted
 		if st.ended.Kind == KindCampaignClosed {
 			out.Ended, out.EndReason = "closed", st.ended.Reason
 		}

@@ -51,7 +51,11 @@ func newStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, red("the next `rigor plan apply` on this state retries the restore before anything else"))
 			case engine.LifecycleHeld:
 				fmt.Fprintf(g.stdout, "CAMPAIGN HELD (%s): %s\n", st.Cause, st.EndReason)
-				fmt.Fprintf(g.stdout, "apply again to continue with what has not run, or `rigor close --state %s --reason \"...\"`\n", state)
+				if st.Exhausted {
+					fmt.Fprintf(g.stdout, "nothing is left that applying again could run; after review, `rigor close --state %s --reason \"...\"` closes the campaign\n", state)
+				} else {
+					fmt.Fprintf(g.stdout, "apply again to continue with what has not run, or `rigor close --state %s --reason \"...\"`\n", state)
+				}
 			case engine.LifecycleClosed:
 				fmt.Fprintln(g.stdout, strings.TrimSpace(fmt.Sprintf("campaign closed (%s) %s", st.Ended, st.EndReason)))
 			case engine.LifecycleRunning:
