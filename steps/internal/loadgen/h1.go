@@ -84,7 +84,7 @@ type response struct {
 	chunked   bool  // Transfer-Encoding: chunked
 	length    int64 // Content-Length, -1 when absent
 	headersAt time.Time
-	head      []byte // status line and headers; valid until the next read on the connection
+	head      []byte // status line and headers; valid until the next read on the connection (copy it to keep it)
 }
 
 // readHead reads the status line and headers, skipping 1xx interim responses.

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/url"
@@ -15,6 +16,10 @@ import (
 // handing out a dead one would fail a request for a reason that has nothing to do
 // with the server under test, so an older one is closed and a fresh dial recorded.
 const warmMaxAge = 2 * time.Second
+
+// testRootCAs, when a test sets it, replaces the system's roots (an httptest
+// server's certificate); nil, always outside tests, is the system's.
+var testRootCAs *x509.CertPool
 
 type warmConn struct {
 	conn net.Conn
@@ -52,7 +57,7 @@ func newPool(endpoint string) (*pool, error) {
 				return nil, err
 			}
 			// HTTP/1.1 only: one connection per concurrent stream, as measured.
-			tc := tls.Client(raw, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}})
+			tc := tls.Client(raw, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}, RootCAs: testRootCAs})
 			if err := tc.HandshakeContext(ctx); err != nil {
 				raw.Close()
 				return nil, err

@@ -90,10 +90,13 @@ type worker struct {
 	// counts, reused from request to request and copied into its record at the end.
 	chunkAt  []float64
 	chunkTok []int
+	// head is the current response's status line and headers, copied out of the
+	// connection's buffer.
+	head []byte
 }
 
 func newWorker(c *h1conn) *worker {
-	return &worker{conn: c, sse: sse.NewReader(nil, sse.WithReusedData(), sse.WithReadSize(connReadSize), sse.WithPreallocatedBuffer())}
+	return &worker{conn: c, sse: sse.NewReader(nil, sse.WithReusedData(), sse.WithReadSize(connReadSize), sse.WithPreallocatedBuffer()), head: make([]byte, 0, 1<<10)}
 }
 
 func (w *worker) closeConn() {
@@ -173,6 +176,10 @@ func (r *runner) do(w *worker, i int, sched time.Time) Record {
 	if err != nil {
 		return fail(HTTPError, "transport: "+err.Error())
 	}
+	// The head points into the connection's buffer, which reading the body
+	// overwrites; the headers read after it (Retry-After, Content-Type) need a copy.
+	w.head = append(w.head[:0], resp.head...)
+	resp.head = w.head
 	rec.HeadersAtMS = r.at(resp.headersAt)
 	rec.ServedBy = headerValue(resp.head, r.cfg.IdentityHeader)
 	rec.HTTPStatus = resp.status

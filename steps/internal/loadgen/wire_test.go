@@ -3,9 +3,13 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -344,8 +348,10 @@ func TestBareLFResponseHead(t *testing.T) {
 }
 
 // A server that closes the connection after each response without saying
-// "Connection: close" costs a dial per request, never a failed request: the client
-// sees the connection's end waiting on the socket before it sends on it.
+// "Connection: close" costs a dial per request, not a failed request, when its FIN
+// has arrived before the next send: the client sees the connection's end waiting
+// on the socket. (A FIN still on its way when the next request is sent fails that
+// request: a POST is never sent twice.)
 func TestConnectionClosedWithoutNotice(t *testing.T) {
 	checkLeaks(t)
 	body := okStream(2)
@@ -368,5 +374,113 @@ func TestConnectionClosedWithoutNotice(t *testing.T) {
 	}
 	if len(recs) != 3 || res.Dial == nil || res.Dial.Warm != 1 || res.Dial.InBlock != 2 || res.Dial.InBlockFails != 0 {
 		t.Errorf("%d records, dials %+v: want 3 records, 1 warm dial and 2 in the block", len(recs), res.Dial)
+	}
+}
+
+// An idle connection that holds bytes nobody asked for (a "408 Request Timeout"
+// before the server closes it) cannot carry the next request: it is dialled anew.
+// The 408 used to be recorded as the next request's response.
+func TestUnsolicitedBytesOnIdleConnection(t *testing.T) {
+	checkLeaks(t)
+	body := okStream(2)
+	srv := server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		buf.Flush()
+		time.Sleep(20 * time.Millisecond)
+		buf.WriteString("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+		buf.Flush()
+		time.Sleep(300 * time.Millisecond) // still open, bytes waiting, when the next request is due
+	}))
+	cfg := testConfig(srv.URL)
+	cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, 10
+	cfg.Concurrency, cfg.Requests = 1, 3
+	var out bytes.Buffer
+	res, err := Run(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := ReadRecords(&out)
+	for _, r := range recs {
+		if r.Outcome != OK {
+			t.Errorf("request %d: %s %d (%s)", r.Index, r.Outcome, r.HTTPStatus, r.Error)
+		}
+	}
+	if len(recs) != 3 || res.Dial == nil || res.Dial.InBlock != 2 {
+		t.Errorf("%d records, dials %+v: want 3 records and 2 dials in the block", len(recs), res.Dial)
+	}
+}
+
+// A TLS server closing an idle connection sends close_notify before its FIN; the
+// client sees it through TLS (the raw socket shows only bytes) and dials anew, for
+// TLS 1.2 and 1.3 (whose session tickets, also bytes waiting, keep a connection).
+func TestTLSConnectionClosedWithoutNotice(t *testing.T) {
+	checkLeaks(t)
+	for _, ver := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		body := okStream(2)
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			io.WriteString(w, body)
+		}))
+		srv.TLS = &tls.Config{MaxVersion: ver}
+		// The server closes every connection once idle for 20 ms, with close_notify.
+		srv.Config.IdleTimeout = 20 * time.Millisecond
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		roots := x509.NewCertPool()
+		roots.AddCert(srv.Certificate())
+		testRootCAs = roots
+		t.Cleanup(func() { testRootCAs = nil })
+		cfg := testConfig(srv.URL)
+		cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, 5
+		cfg.Concurrency, cfg.Requests = 1, 3
+		var out bytes.Buffer
+		res, err := Run(context.Background(), cfg, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _ := ReadRecords(&out)
+		for _, r := range recs {
+			if r.Outcome != OK {
+				t.Errorf("TLS %x: request %d: %s (%s)", ver, r.Index, r.Outcome, r.Error)
+			}
+		}
+		if len(recs) != 3 || res.Dial == nil || res.Dial.InBlock != 2 {
+			t.Errorf("TLS %x: %d records, dials %+v: want 3 records and 2 dials in the block", ver, len(recs), res.Dial)
+		}
+	}
+}
+
+// Headers read after the body (Retry-After on an error reply) come from the head as
+// it was received, not from the buffer the body's bytes then overwrote.
+func TestHeadersReadAfterTheBody(t *testing.T) {
+	checkLeaks(t)
+	srv := server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 7\r\nContent-Length: 200\r\n\r\n")
+		buf.Flush()
+		time.Sleep(50 * time.Millisecond) // the body arrives in a read of its own
+		buf.WriteString(strings.Repeat("x", 200))
+		buf.Flush()
+	}))
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), testConfig(srv.URL), &out); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := ReadRecords(&out)
+	if len(recs) != 1 || !strings.Contains(recs[0].Error, "(Retry-After: 7)") {
+		t.Errorf("records %+v: want one whose error names Retry-After: 7", recs)
 	}
 }
