@@ -105,6 +105,10 @@ type Record struct {
 	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
 	// Cause says, in campaign_end, why a campaign is held.
 	Cause string `json:"cause,omitempty"`
+	// RestoreOnly marks a recovery record whose apply runs only the always-steps;
+	// Cause (and Signal, for an interrupt) says why. A crash recovery that finds
+	// one after the last apply_start does the same (recoverCrash).
+	RestoreOnly bool `json:"restore_only,omitempty"`
 	// Exhausted marks, in campaign_end, a held campaign with nothing left that a
 	// later apply could run (Summary.Exhausted).
 	Exhausted bool `json:"exhausted,omitempty"`

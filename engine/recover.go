@@ -35,7 +35,7 @@ func (r *run) recover(prev Lifecycle) {
 		r.restoreOnly = true
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRestoreRetry, ClassCrash
 		r.stopReason = "the previous apply's restore failed; it was retried before anything else, and the campaign is held for review"
-		r.append(Record{Kind: KindRecovery, Message: "restore failed in the previous apply: retrying the always-steps (restore) first; nothing else runs"})
+		r.append(Record{Kind: KindRecovery, Message: "restore failed in the previous apply: retrying the always-steps (restore) first; nothing else runs", RestoreOnly: true, Cause: CauseRestoreRetry})
 		r.event(Event{Kind: "alert", Message: "the previous restore failed and the outage is still open: retrying restore before anything else"})
 	case LifecycleRunning:
 		r.recoverCrash()
@@ -81,8 +81,11 @@ func (r *run) recoverCrash() {
 	// campaign. (A third interrupt exits at once, possibly while the running steps
 	// were still being cancelled, before any always-step started; the one who
 	// sent it wanted the campaign stopped, not continued.)
+	// A dead apply that was itself running only its always-steps (a restore
+	// retry, a recovery) and died before starting them leaves that to do too.
 	allAlwaysDone := true
 	signal := ""
+	var prior *Record
 	for _, rec := range r.j.Records() {
 		if rec.Seq <= r.st.lastApply {
 			continue
@@ -90,6 +93,14 @@ func (r *run) recoverCrash() {
 		switch rec.Kind {
 		case KindInterrupt:
 			signal = rec.Signal
+		case KindRecovery:
+			if rec.RestoreOnly {
+				p := rec
+				prior = &p
+				if signal == "" {
+					signal = rec.Signal
+				}
+			}
 		case KindStepStart:
 			if inst, ok := r.plan.Instance(rec.Step); ok && inst.Meta.Always {
 				reachedAlways = true
@@ -105,11 +116,20 @@ func (r *run) recoverCrash() {
 	}
 	r.closeOutageFromEvidence()
 	msg := fmt.Sprintf("the previous apply ended without closing the campaign: %d attempt(s) left open", len(open))
-	if signal != "" {
+	// What this apply journals, so that an apply after it, should this one die too,
+	// knows it ran only the always-steps, and why.
+	recovery := Record{Kind: KindRecovery, Pid: os.Getpid()}
+	switch {
+	case prior != nil && prior.Cause == CauseRestoreRetry && signal == "":
+		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRestoreRetry, ClassCrash
+		r.stopReason = "an earlier restore failed, and the apply that retried it died before it finished; the restore was retried again before anything else, and the campaign is held for review"
+		recovery.Cause = CauseRestoreRetry
+	case signal != "":
 		// Whatever is left, the one who interrupted wanted the campaign stopped:
 		// it is held, never completed by this apply.
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseInterrupted, ClassInterrupted
 		r.stopReason = "the previous apply was interrupted by " + signal + " and killed before it finished; what its always-steps left ran now, and the campaign is held"
+		recovery.Cause, recovery.Signal = CauseInterrupted, signal
 	}
 	switch {
 	case reachedAlways && allAlwaysDone && !r.outageView().Open:
@@ -127,15 +147,20 @@ func (r *run) recoverCrash() {
 		r.parkRest()
 		msg += "; its always-steps had all succeeded, so the campaign is only closed or held now"
 	case reachedAlways:
-		r.restoreOnly = true
+		r.restoreOnly, recovery.RestoreOnly = true, true
 		r.parkRest()
 		r.keepSucceededAlways()
 		msg += "; it had reached its always-steps, so only those it had not finished run now"
 	case signal != "":
-		r.restoreOnly = true
+		r.restoreOnly, recovery.RestoreOnly = true, true
 		r.parkRest()
 		r.keepSucceededAlways()
 		msg += "; it had been interrupted (" + signal + ") and was cancelling its steps, so only its always-steps run now"
+	case prior != nil:
+		r.restoreOnly, recovery.RestoreOnly = true, true
+		r.parkRest()
+		r.keepSucceededAlways()
+		msg += "; it was itself running only its always-steps (" + prior.Message + ") and died before it finished them, so only they run now"
 	case len(interrupted) > 0:
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRecovered, ClassCrash
 		r.stopReason = fmt.Sprintf("%s was interrupted when the previous apply died; every record it wrote is kept and counted, and it is not re-sent (declare rerun_safe = true to allow a re-run); apply again to continue without it", strings.Join(interrupted, ", "))
@@ -157,7 +182,8 @@ func (r *run) recoverCrash() {
 			msg += "; the targets it deployed are as the journal left them, so the campaign goes on"
 		}
 	}
-	r.append(Record{Kind: KindRecovery, Message: msg, Pid: os.Getpid()})
+	recovery.Message = msg
+	r.append(recovery)
 	r.event(Event{Kind: "note", Message: msg})
 }
 
