@@ -314,7 +314,11 @@ func deref(s *string) string {
 
 // rawResponse answers with the bytes of resp written on the hijacked socket, which
 // is then closed: what no net/http handler can send.
-func rawResponse(resp string) http.HandlerFunc {
+func rawResponse(resp string) http.HandlerFunc { return rawWrites(0, resp) }
+
+// rawWrites writes each part on the hijacked socket, flushed, pausing between
+// them, then closes the socket.
+func rawWrites(pause time.Duration, parts ...string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		conn, buf, err := w.(http.Hijacker).Hijack()
@@ -322,8 +326,13 @@ func rawResponse(resp string) http.HandlerFunc {
 			panic(err)
 		}
 		defer conn.Close()
-		buf.WriteString(resp)
-		buf.Flush()
+		for i, p := range parts {
+			if i > 0 {
+				time.Sleep(pause)
+			}
+			buf.WriteString(p)
+			buf.Flush()
+		}
 	}
 }
 
@@ -356,25 +365,9 @@ func TestConnectionClosedWithoutNotice(t *testing.T) {
 	checkLeaks(t)
 	body := okStream(2)
 	srv := server(t, rawResponse(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)))
-	cfg := testConfig(srv.URL)
 	// Open loop at 10 requests/s: the server's FIN has long arrived when the next
 	// request is due on the one connection.
-	cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, 10
-	cfg.Concurrency, cfg.Requests = 1, 3
-	var out bytes.Buffer
-	res, err := Run(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := ReadRecords(&out)
-	for _, r := range recs {
-		if r.Outcome != OK {
-			t.Errorf("request %d: %s (%s)", r.Index, r.Outcome, r.Error)
-		}
-	}
-	if len(recs) != 3 || res.Dial == nil || res.Dial.Warm != 1 || res.Dial.InBlock != 2 || res.Dial.InBlockFails != 0 {
-		t.Errorf("%d records, dials %+v: want 3 records, 1 warm dial and 2 in the block", len(recs), res.Dial)
-	}
+	threeRequestsTwoDials(t, srv.URL, 10, "")
 }
 
 // An idle connection that holds bytes nobody asked for (a "408 Request Timeout"
@@ -383,37 +376,12 @@ func TestConnectionClosedWithoutNotice(t *testing.T) {
 func TestUnsolicitedBytesOnIdleConnection(t *testing.T) {
 	checkLeaks(t)
 	body := okStream(2)
-	srv := server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			panic(err)
-		}
-		defer conn.Close()
-		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		buf.Flush()
-		time.Sleep(20 * time.Millisecond)
-		buf.WriteString("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-		buf.Flush()
-		time.Sleep(300 * time.Millisecond) // still open, bytes waiting, when the next request is due
-	}))
-	cfg := testConfig(srv.URL)
-	cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, 10
-	cfg.Concurrency, cfg.Requests = 1, 3
-	var out bytes.Buffer
-	res, err := Run(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := ReadRecords(&out)
-	for _, r := range recs {
-		if r.Outcome != OK {
-			t.Errorf("request %d: %s %d (%s)", r.Index, r.Outcome, r.HTTPStatus, r.Error)
-		}
-	}
-	if len(recs) != 3 || res.Dial == nil || res.Dial.InBlock != 2 {
-		t.Errorf("%d records, dials %+v: want 3 records and 2 dials in the block", len(recs), res.Dial)
-	}
+	// The 408 comes 20 ms after the response, long before the next request is due.
+	srv := server(t, rawWrites(20*time.Millisecond,
+		fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body),
+		"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"))
+
+	threeRequestsTwoDials(t, srv.URL, 10, "")
 }
 
 // A TLS server closing an idle connection sends close_notify before its FIN; the
@@ -438,23 +406,7 @@ func TestTLSConnectionClosedWithoutNotice(t *testing.T) {
 		roots.AddCert(srv.Certificate())
 		testRootCAs = roots
 		t.Cleanup(func() { testRootCAs = nil })
-		cfg := testConfig(srv.URL)
-		cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, 5
-		cfg.Concurrency, cfg.Requests = 1, 3
-		var out bytes.Buffer
-		res, err := Run(context.Background(), cfg, &out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, _ := ReadRecords(&out)
-		for _, r := range recs {
-			if r.Outcome != OK {
-				t.Errorf("TLS %x: request %d: %s (%s)", ver, r.Index, r.Outcome, r.Error)
-			}
-		}
-		if len(recs) != 3 || res.Dial == nil || res.Dial.InBlock != 2 {
-			t.Errorf("TLS %x: %d records, dials %+v: want 3 records and 2 dials in the block", ver, len(recs), res.Dial)
-		}
+		threeRequestsTwoDials(t, srv.URL, 5, fmt.Sprintf("TLS %x: ", ver))
 	}
 }
 
@@ -462,19 +414,11 @@ func TestTLSConnectionClosedWithoutNotice(t *testing.T) {
 // it was received, not from the buffer the body's bytes then overwrote.
 func TestHeadersReadAfterTheBody(t *testing.T) {
 	checkLeaks(t)
-	srv := server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			panic(err)
-		}
-		defer conn.Close()
-		buf.WriteString("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 7\r\nContent-Length: 200\r\n\r\n")
-		buf.Flush()
-		time.Sleep(50 * time.Millisecond) // the body arrives in a read of its own
-		buf.WriteString(strings.Repeat("x", 200))
-		buf.Flush()
-	}))
+	// The body arrives 50 ms after the head, in a read of its own.
+	srv := server(t, rawWrites(50*time.Millisecond,
+		"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 7\r\nContent-Length: 200\r\n\r\n",
+		strings.Repeat("x", 200)))
+
 	var out bytes.Buffer
 	if _, err := Run(context.Background(), testConfig(srv.URL), &out); err != nil {
 		t.Fatal(err)
@@ -482,5 +426,29 @@ func TestHeadersReadAfterTheBody(t *testing.T) {
 	recs, _ := ReadRecords(&out)
 	if len(recs) != 1 || !strings.Contains(recs[0].Error, "(Retry-After: 7)") {
 		t.Errorf("records %+v: want one whose error names Retry-After: 7", recs)
+	}
+}
+
+// threeRequestsTwoDials sends three requests on one connection, open loop at rate
+// per second, and fails the test unless every one is ok and the last two went on
+// connections dialled in the block (the server had left the one before unusable).
+func threeRequestsTwoDials(t *testing.T, url string, rate float64, what string) {
+	t.Helper()
+	cfg := testConfig(url)
+	cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, rate
+	cfg.Concurrency, cfg.Requests = 1, 3
+	var out bytes.Buffer
+	res, err := Run(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := ReadRecords(&out)
+	for _, r := range recs {
+		if r.Outcome != OK {
+			t.Errorf("%srequest %d: %s %d (%s)", what, r.Index, r.Outcome, r.HTTPStatus, r.Error)
+		}
+	}
+	if len(recs) != 3 || res.Dial == nil || res.Dial.Warm != 1 || res.Dial.InBlock != 2 || res.Dial.InBlockFails != 0 {
+		t.Errorf("%s%d records, dials %+v: want 3 records, 1 warm dial and 2 in the block", what, len(recs), res.Dial)
 	}
 }
