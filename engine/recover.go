@@ -128,7 +128,7 @@ func (r *run) recoverCrash() {
 		// Whatever is left, the one who interrupted wanted the campaign stopped:
 		// it is held, never completed by this apply.
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseInterrupted, ClassInterrupted
-		r.stopReason = "the previous apply was interrupted by " + signal + " and killed before it finished; what its always-steps left ran now, and the campaign is held"
+		r.stopReason = "the previous apply was interrupted by " + signal + " and ended (a third interrupt, or a kill) before it finished; what its always-steps left ran now, and the campaign is held"
 		recovery.Cause, recovery.Signal = CauseInterrupted, signal
 	}
 	switch {
