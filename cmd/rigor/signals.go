@@ -32,8 +32,17 @@ func watchInterrupts(g *globals, p interruptPlan) (context.Context, func()) {
 	// restore, so it is an interrupt like the others. The output that went to that
 	// terminal may be a pipe that closes with it: a write to it must fail, not
 	// kill rigor with SIGPIPE before the restore.
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	signal.Ignore(syscall.SIGPIPE)
+	// Under nohup SIGHUP is ignored, and stays so: the operator asked for that.
+	// SIGPIPE is caught, not ignored, so that the commands steps start inherit its
+	// default (an ignored signal stays ignored in children, and `producer | head`
+	// would then never end).
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	signal.Notify(ch, sigs...)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
 	done := make(chan struct{})
 	go func() {
 		n := 0
@@ -59,7 +68,7 @@ func watchInterrupts(g *globals, p interruptPlan) (context.Context, func()) {
 			}
 		}
 	}()
-	return ctx, func() { signal.Stop(ch); close(done); cancel(nil) }
+	return ctx, func() { signal.Stop(ch); signal.Stop(pipe); close(done); cancel(nil) }
 }
 
 // benchInterrupts is the interrupt of commands that only measure (bench,
