@@ -158,13 +158,17 @@ type run struct {
 	stopReason  string
 	stopClass   FailureClass
 	interrupted bool
+	// reopen: this apply continues a held campaign whose outage window the
+	// restore closed; the first non-always step to start opens a new one.
+	reopen bool
 	// interruptOnce writes the interrupt record once, from whichever goroutine
 	// sees the interrupt first (watchInterrupt or the scheduler); interruptErr is
 	// what that write returned.
 	interruptOnce sync.Once
 	interruptErr  error
-	deferred      bool // a step was deferred for the outage budget in this apply
-	restoreOnly   bool // the apply retries the restore and holds, nothing else
+	startMu       sync.Mutex // orders a step_start and the interrupt record (start)
+	deferred      bool       // a step was deferred for the outage budget in this apply
+	restoreOnly   bool       // the apply retries the restore and holds, nothing else
 	pinned        map[string]string
 	armStopped    map[string]string       // matrix/arm -> why an operational failure stopped it
 	armClass      map[string]FailureClass // matrix/arm -> the class that stopped it
@@ -304,6 +308,8 @@ func (r *run) watchInterrupt() (stop func()) {
 
 // journalInterrupt appends the interrupt record, once.
 func (r *run) journalInterrupt() {
+	r.startMu.Lock()
+	defer r.startMu.Unlock()
 	r.interruptOnce.Do(func() {
 		_, r.interruptErr = r.j.Append(Record{Kind: KindInterrupt, Signal: interruptSignal(r.ctx), Message: "running steps cancelled; always-steps run next"})
 	})
@@ -362,11 +368,15 @@ func (r *run) end() *Summary {
 		}
 	case r.stopped != notStopped:
 		sum.Status, sum.Cause, sum.Reason = EndHeld, r.stopCause, r.stopReason
-		if notRerun != "" && !r.deferred && r.pendingOutside(down) == 0 {
-			// What is left waits on a step no apply runs again: applying again
-			// runs nothing, and only a person closes the campaign.
+		if (notRerun != "" || r.stopFailure() != "") && !r.deferred && r.pendingOutside(down) == 0 {
+			// What is left waits on a step no apply runs again, or on a failure:
+			// applying again runs nothing, and only a person closes the campaign.
 			sum.Exhausted = true
-			sum.Reason += "; nothing left can run: " + notRerun
+			if notRerun != "" {
+				sum.Reason += "; nothing left can run: " + notRerun
+			} else {
+				sum.Reason += "; nothing left can run: what is left waits on the failed step"
+			}
 		}
 	case r.deferred:
 		sum.Status, sum.Cause = EndHeld, CauseDeferred

@@ -146,6 +146,9 @@ func (r *run) recoverCrash() {
 		}
 		r.parkRest()
 		msg += "; its always-steps had all succeeded, so the campaign is only closed or held now"
+		if r.stopCause == CauseRestoreRetry {
+			r.stopReason = "an earlier restore failed; the apply that retried it restored the incumbent but died before it ended the campaign, which is held for review"
+		}
 	case reachedAlways:
 		r.restoreOnly, recovery.RestoreOnly = true, true
 		r.parkRest()
@@ -160,10 +163,10 @@ func (r *run) recoverCrash() {
 		r.restoreOnly, recovery.RestoreOnly = true, true
 		r.parkRest()
 		r.keepSucceededAlways()
-		msg += "; it was itself running only its always-steps (" + prior.Message + ") and died before it finished them, so only they run now"
+		msg += "; it was itself running only its always-steps (" + prior.Cause + ") and died before it finished them, so only they run now"
 	case len(interrupted) > 0:
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRecovered, ClassCrash
-		r.stopReason = fmt.Sprintf("%s was interrupted when the previous apply died; every record it wrote is kept and counted, and it is not re-sent (declare rerun_safe = true to allow a re-run); apply again to continue without it", strings.Join(interrupted, ", "))
+		r.stopReason = fmt.Sprintf("%s was interrupted when the previous apply died; every record it wrote is kept and counted, and it is not re-sent (declare rerun_safe = true to allow a re-run)", strings.Join(interrupted, ", "))
 		msg += "; " + r.stopReason
 	default:
 		// Every step an apply interrupted and that may run again does: the one
@@ -343,16 +346,11 @@ func (r *run) continueHeld() {
 		}
 	}
 	// The restore closed the outage window the steps ran in: what runs again runs
-	// in a new one, opened again by the step that opened it (outage = "begin")
-	// among those it waits for, whatever its type.
-	if r.plan.Campaign.Outage != nil && !r.outageView().Open {
-		for _, a := range append(append([]string(nil), again...), fresh...) {
-			for _, anc := range r.ancestors(r.instance(a)) {
-				if rec := r.terminal[anc]; rec != nil && rec.Status == StatusSucceeded && r.instance(anc).Meta.Outage == "begin" {
-					redeploy[anc] = true
-				}
-			}
-		}
+	// in a new one, which the first of them to start opens (start). The step that
+	// opened the last one is not run again for it: a deploy placed after it (the
+	// incumbent of an ABBA's last arm) would be overwritten.
+	if r.plan.Campaign.Outage != nil && r.window >= 1 && !r.outageView().Open && len(again)+len(fresh) > 0 {
+		r.reopen = true
 	}
 	for a := range redeploy {
 		delete(r.terminal, a)
@@ -438,16 +436,6 @@ func (r *run) walkUp(inst *plans.Instance, visit func(addr string, dep *plans.In
 			queue = append(queue, dep.DependsOn...)
 		}
 	}
-}
-
-// ancestors lists the non-always steps inst waits for, directly or not.
-func (r *run) ancestors(inst *plans.Instance) []string {
-	var out []string
-	r.walkUp(inst, func(a string, _ *plans.Instance) bool {
-		out = append(out, a)
-		return true
-	})
-	return out
 }
 
 // nearestRefreshers walks up the dependencies of inst and returns, on each path,

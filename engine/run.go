@@ -362,7 +362,7 @@ func (r *run) start(inst *plans.Instance) bool {
 		return false
 	}
 	timeout := r.plan.Bound(inst)
-	opens := inst.Meta.Outage == "begin" && !r.outageView().Open
+	opens := (inst.Meta.Outage == "begin" || r.reopen && !inst.Meta.Always) && !r.outageView().Open
 	if !inst.Meta.Always && (r.outageView().Open || opens) && r.plan.Campaign.Outage != nil {
 		view := r.outageView()
 		if opens {
@@ -425,10 +425,22 @@ func (r *run) start(inst *plans.Instance) bool {
 			digests, pinProblem = r.comparePinned(digests)
 		}
 	}
+	// No step starts after the interrupt record: an interrupt that came before
+	// the check below keeps the step from starting, and watchInterrupt's record
+	// of one that comes after waits for this step_start (journalInterrupt takes
+	// startMu), so the step is then one the interrupt cancelled.
+	r.startMu.Lock()
+	if !inst.Meta.Always && r.ctx.Err() != nil {
+		r.startMu.Unlock()
+		r.noteInterrupt()
+		return false
+	}
 	if opens {
 		r.openOutage(inst)
+		r.reopen = false
 	}
 	startRec := r.append(Record{Kind: KindStepStart, Step: inst.Addr, Attempt: attempt, Dir: filepath.ToSlash(dir), InputsSHA256: sum, Inputs: parts, Pinned: digests})
+	r.startMu.Unlock()
 	a := &attemptRecord{n: attempt, start: &startRec}
 	h.attempts = append(h.attempts, a)
 	r.event(Event{Kind: "step_start", Addr: inst.Addr, Attempt: attempt, Always: inst.Meta.Always})
@@ -571,12 +583,19 @@ func (r *run) openOutage(inst *plans.Instance) {
 	r.window++
 	w := r.window
 	r.outageMu.Unlock()
-	rec := r.append(Record{Kind: KindOutageBegin, Step: inst.Addr, Window: w, BudgetS: o.Budget.Seconds(), ReserveS: o.Reserve.Seconds()})
+	note := ""
+	if inst.Meta.Outage != "begin" {
+		note = "continuing a held campaign: the restore closed the last window"
+	}
+	rec := r.append(Record{Kind: KindOutageBegin, Step: inst.Addr, Window: w, BudgetS: o.Budget.Seconds(), ReserveS: o.Reserve.Seconds(), Message: note})
 	r.outageMu.Lock()
 	r.outageOpen, r.outageBegin = true, rec.Time
 	r.outageMu.Unlock()
 	msg := "outage opened by " + inst.Addr
-	if w > 1 {
+	switch {
+	case note != "":
+		msg = fmt.Sprintf("outage window %d opened as %s starts (%s)", w, inst.Addr, note)
+	case w > 1:
 		msg = fmt.Sprintf("outage window %d opened by %s", w, inst.Addr)
 	}
 	r.event(Event{Kind: "outage", Message: msg})

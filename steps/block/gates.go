@@ -32,6 +32,13 @@ type beforeState struct {
 }
 
 // gateList flattens the gates attribute (a list of gate objects).
+// idleDrain is how long the idle gate waits for requests already on the server to
+// end, polling every idleDrainPoll.
+const (
+	idleDrain     = 10 * time.Second
+	idleDrainPoll = 100 * time.Millisecond
+)
+
 func gateList(v cty.Value) []cty.Value {
 	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.CanIterateElements() {
 		return nil
@@ -122,17 +129,32 @@ func checkGates(ctx context.Context, sc *engine.StepContext, t target.Target, ga
 			pass(name, "health", "%s%s answered 2xx", t.Endpoint, t.HealthPath)
 		}
 		if target.Bool(g, "idle") {
-			snap, err := promscrape.Scrape(ctx, t.Metrics)
-			if err != nil {
-				return st, fail(engine.ClassGate, name, "idle", "%v", err)
-			}
-			running, okR := snap.Sum(t.RunningMetric)
-			waiting, okW := snap.Sum(t.WaitingMetric)
-			if !okR || !okW {
-				return st, fail(engine.ClassGate, name, "idle", "metrics lack %s or %s", t.RunningMetric, t.WaitingMetric)
+			// Requests a dead client left (an apply killed mid-block, resumed at
+			// once) run until the server notices the closed connection: they are
+			// given idleDrain to end before the gate fails.
+			var running, waiting float64
+			start := time.Now()
+			for {
+				snap, err := promscrape.Scrape(ctx, t.Metrics)
+				if err != nil {
+					return st, fail(engine.ClassGate, name, "idle", "%v", err)
+				}
+				var okR, okW bool
+				running, okR = snap.Sum(t.RunningMetric)
+				waiting, okW = snap.Sum(t.WaitingMetric)
+				if !okR || !okW {
+					return st, fail(engine.ClassGate, name, "idle", "metrics lack %s or %s", t.RunningMetric, t.WaitingMetric)
+				}
+				if running == 0 && waiting == 0 || time.Since(start) >= idleDrain || ctx.Err() != nil {
+					break
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(idleDrainPoll):
+				}
 			}
 			if running != 0 || waiting != 0 {
-				return st, fail(engine.ClassGate, name, "idle", "%g running and %g waiting requests before the block", running, waiting)
+				return st, fail(engine.ClassGate, name, "idle", "%g running and %g waiting requests before the block (still after %s)", running, waiting, time.Since(start).Round(time.Millisecond))
 			}
 			pass(name, "idle", "0 running, 0 waiting")
 		}
