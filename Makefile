@@ -38,7 +38,9 @@ build: deps
 
 test: deps
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	# cmd/rigor runs every script of the CLI against real processes: minutes, more
+	# than go test's default 10-minute bound on a loaded 2-core machine.
+	$(GO) test -count=1 -timeout 30m ./...
 
 # Figures the issues ask for, each against a baseline measured in the same run.
 bench:
