@@ -57,7 +57,7 @@ type Options struct {
 
 // Event is one thing worth telling the person at the terminal.
 type Event struct {
-	Kind     string // step_start, step_end, outage, note, alert, progress
+	Kind     string // apply_start, step_start, step_end, outage, note, alert, progress
 	Addr     string
 	Attempt  int
 	Status   Status
@@ -274,6 +274,8 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 	prev := st.lifecycle
 	r.append(Record{Kind: KindApplyStart, Pid: os.Getpid(), Rigor: opts.Rigor, Lifecycle: prev})
 	stopWatching := r.watchInterrupt()
+	// From here an interrupt is journaled: the command's messages depend on it.
+	r.event(Event{Kind: "apply_start"})
 	r.recover(prev)
 	err = r.loop()
 	stopWatching()

@@ -44,8 +44,8 @@ func newApplyCmd(g *globals) *cobra.Command {
 			// Whether a step has started and whether an outage is open, as the
 			// events said: what a second or third interrupt would leave behind
 			// depends on them.
-			var started, restoring, outageOpen atomic.Bool
-			ctx, stop := interruptContext(g, interruptState{started.Load, restoring.Load, outageOpen.Load})
+			var journaled, restoring, outageOpen atomic.Bool
+			ctx, stop := interruptContext(g, interruptState{journaled.Load, restoring.Load, outageOpen.Load})
 			defer stop()
 			view := newProgressView(g)
 			observe := observer(g, view)
@@ -55,11 +55,11 @@ func newApplyCmd(g *globals) *cobra.Command {
 					if e.Kind != "progress" {
 						outageOpen.Store(e.Outage.Open)
 					}
-					if e.Kind == "step_start" {
-						started.Store(true)
-						if e.Always {
-							restoring.Store(true)
-						}
+					switch {
+					case e.Kind == "apply_start":
+						journaled.Store(true)
+					case e.Kind == "step_start" && e.Always:
+						restoring.Store(true)
 					}
 					observe(e)
 				},
@@ -206,20 +206,21 @@ func countsText(c map[engine.Status]int) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// interruptState is what the events have said so far: whether a step, and an
-// always-step, has started, and whether an outage is open.
+// interruptState is what the events have said so far: whether the apply has
+// journaled its start (from then on an interrupt is journaled too), whether an
+// always-step has started, and whether an outage is open.
 type interruptState struct {
-	started, restoring, outageOpen func() bool
+	journaled, restoring, outageOpen func() bool
 }
 
 // interruptContext implements the two-stage interrupt of apply: the first
 // SIGINT/SIGTERM cancels the running step and sends the engine to restore; the second
 // says what a kill would leave behind; the third exits at once (signals.go).
-// Before the first step starts (a freeze hashing large inputs, a resume checking
-// the state) no event has said whether the journal holds an open outage, so
-// nothing is said of one.
+// Before the apply has journaled its start (a freeze hashing large inputs, a
+// resume checking the state) no event has said whether the journal holds an open
+// outage, so nothing is said of one, and the interrupt leaves nothing to settle.
 func interruptContext(g *globals, s interruptState) (context.Context, func()) {
-	started, restoring, outageOpen := s.started, s.restoring, s.outageOpen
+	journaled, restoring, outageOpen := s.journaled, s.restoring, s.outageOpen
 	return watchInterrupts(g, interruptPlan{
 		// The engine says what happens next (running steps cancelled, always-steps
 		// run); this line says only what another signal does.
@@ -230,7 +231,7 @@ func interruptContext(g *globals, s interruptState) (context.Context, func()) {
 				return "restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first."
 			case outageOpen():
 				return "the running steps are being cancelled; restore runs next. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first."
-			case !started():
+			case !journaled():
 				return "no step has started yet: rigor is freezing the plan or checking the state. A third interrupt exits now; the next `rigor plan apply` on this state goes on from there."
 			case !restoring():
 				return "the running steps are being cancelled; the always-steps run next; no outage is open. A third interrupt exits now; the next `rigor plan apply` on this state runs the always-steps and holds."
@@ -241,7 +242,7 @@ func interruptContext(g *globals, s interruptState) (context.Context, func()) {
 			switch {
 			case outageOpen():
 				return "exiting without finishing restore; run `rigor plan apply` on the same state to restore"
-			case !started():
+			case !journaled():
 				return "exiting before any step started; run `rigor plan apply` on the same state to go on"
 			}
 			return "exiting before the always-steps finished; no outage is open; run `rigor plan apply` on the same state to settle them"
