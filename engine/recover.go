@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -149,21 +150,20 @@ func (r *run) recoverCrash() {
 		if r.stopCause == CauseRestoreRetry {
 			r.stopReason = "an earlier restore failed; the apply that retried it restored the incumbent but died before it ended the campaign, which is held for review"
 		}
-	case reachedAlways:
+	case reachedAlways || signal != "" || prior != nil:
+		// Only the always-steps the dead apply had not finished run now.
 		r.restoreOnly, recovery.RestoreOnly = true, true
 		r.parkRest()
 		r.keepSucceededAlways()
-		msg += "; it had reached its always-steps, so only those it had not finished run now"
-	case signal != "":
-		r.restoreOnly, recovery.RestoreOnly = true, true
-		r.parkRest()
-		r.keepSucceededAlways()
-		msg += "; it had been interrupted (" + signal + ") and was cancelling its steps, so only its always-steps run now"
-	case prior != nil:
-		r.restoreOnly, recovery.RestoreOnly = true, true
-		r.parkRest()
-		r.keepSucceededAlways()
-		msg += "; it was itself running only its always-steps (" + prior.Cause + ") and died before it finished them, so only they run now"
+		switch {
+		case reachedAlways:
+			msg += "; it had reached its always-steps, so only those it had not finished run now"
+		case signal != "":
+			msg += "; it had been interrupted (" + signal + ") and was cancelling its steps, so only its always-steps run now"
+		default:
+			why := map[string]string{CauseRestoreRetry: "retrying a failed restore"}[prior.Cause]
+			msg += "; it was itself running only its always-steps (" + cmp.Or(why, "recovering an apply that had reached them") + ") and died before it finished them, so only they run now"
+		}
 	case len(interrupted) > 0:
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRecovered, ClassCrash
 		r.stopReason = fmt.Sprintf("%s was interrupted when the previous apply died; every record it wrote is kept and counted, and it is not re-sent (declare rerun_safe = true to allow a re-run)", strings.Join(interrupted, ", "))

@@ -395,14 +395,19 @@ func (r *run) start(inst *plans.Instance) bool {
 		// campaign was being stopped. The step then does not start. An always-step
 		// waits for its hashes whatever happens.
 		var pinErr error
-		hashed := make(chan struct{})
-		go func() {
-			defer close(hashed)
+		hash := func() {
 			if sum, parts, err = inputsHash(cfg, files, deps); err == nil {
 				digests, pinErr = r.pinnedDigests(inst, cfg)
 			}
-		}()
-		if !inst.Meta.Always {
+		}
+		if inst.Meta.Always {
+			hash()
+		} else {
+			hashed := make(chan struct{})
+			go func() {
+				defer close(hashed)
+				hash()
+			}()
 			select {
 			case <-hashed:
 			case <-r.ctxDone():
@@ -410,11 +415,6 @@ func (r *run) start(inst *plans.Instance) bool {
 				r.noteInterrupt()
 				return false
 			}
-		}
-		<-hashed
-		if !inst.Meta.Always && r.ctx.Err() != nil {
-			r.noteInterrupt()
-			return false
 		}
 		switch {
 		case err != nil:
