@@ -41,9 +41,9 @@ func newApplyCmd(g *globals) *cobra.Command {
 					return &exitError{code: exitUsage, msg: "--hold-unresolvable: " + why}
 				}
 			}
-			// Whether a step has started and whether an outage is open, as the
-			// events said: what a second or third interrupt would leave behind
-			// depends on them.
+			// What the events have said (the apply journaled its start, an
+			// always-step started, an outage is open): what a second or third
+			// interrupt would leave behind depends on it.
 			var journaled, restoring, outageOpen atomic.Bool
 			ctx, stop := interruptContext(g, interruptState{journaled.Load, restoring.Load, outageOpen.Load})
 			defer stop()

@@ -31,7 +31,6 @@ type beforeState struct {
 	confirmed *time.Time
 }
 
-// gateList flattens the gates attribute (a list of gate objects).
 // idleDrain is how long the idle gate waits for requests already on the server to
 // end, polling every idleDrainPoll.
 const (
@@ -39,6 +38,7 @@ const (
 	idleDrainPoll = 100 * time.Millisecond
 )
 
+// gateList flattens the gates attribute (a list of gate objects).
 func gateList(v cty.Value) []cty.Value {
 	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.CanIterateElements() {
 		return nil
