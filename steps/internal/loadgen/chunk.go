@@ -37,7 +37,7 @@ func slowChunk(data []byte) (chunkInfo, error) {
 	// Older vLLM and servers modelled on it send their error response itself as an
 	// event: {"object":"error","message":...,"type":...,"code":...}.
 	var object string
-	if json.Unmarshal(c.Object, &object) == nil && object == "error" && info.err == nil {
+	if info.err == nil && len(c.Object) > 0 && json.Unmarshal(c.Object, &object) == nil && object == "error" {
 		info.err = json.RawMessage(data)
 	}
 	for _, ch := range c.Choices {

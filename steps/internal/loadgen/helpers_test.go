@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -154,3 +155,22 @@ func server(t *testing.T, h http.Handler) *httptest.Server {
 func lines(b *bytes.Buffer) int { return strings.Count(b.String(), "\n") }
 
 func f(v float64) *float64 { return &v }
+
+// runConstant runs requests against url open loop, at a constant rate per second,
+// at most concurrency at once, and returns the result and the records.
+func runConstant(t *testing.T, url string, rate float64, concurrency, requests int) (*Result, []Record) {
+	t.Helper()
+	cfg := testConfig(url)
+	cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, rate
+	cfg.Concurrency, cfg.Requests = concurrency, requests
+	var out bytes.Buffer
+	res, err := Run(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadRecords(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, recs
+}

@@ -104,15 +104,7 @@ func TestClosedLoop(t *testing.T) {
 func TestOpenLoopConstantSchedule(t *testing.T) {
 	checkLeaks(t)
 	srv := server(t, script(okStream(1)))
-	cfg := testConfig(srv.URL)
-	cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, 100
-	cfg.Concurrency, cfg.Requests = 4, 10
-	var out bytes.Buffer
-	res, err := Run(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := ReadRecords(&out)
+	res, recs := runConstant(t, srv.URL, 100, 4, 10)
 	for _, r := range recs {
 		if want := 10 * float64(r.Index); *r.ScheduledAtMS != want {
 			t.Errorf("request %d scheduled at %.3f ms, want %.0f", r.Index, *r.ScheduledAtMS, want)

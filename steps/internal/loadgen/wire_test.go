@@ -434,15 +434,7 @@ func TestHeadersReadAfterTheBody(t *testing.T) {
 // connections dialled in the block (the server had left the one before unusable).
 func threeRequestsTwoDials(t *testing.T, url string, rate float64, what string) {
 	t.Helper()
-	cfg := testConfig(url)
-	cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, rate
-	cfg.Concurrency, cfg.Requests = 1, 3
-	var out bytes.Buffer
-	res, err := Run(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := ReadRecords(&out)
+	res, recs := runConstant(t, url, rate, 1, 3)
 	for _, r := range recs {
 		if r.Outcome != OK {
 			t.Errorf("%srequest %d: %s %d (%s)", what, r.Index, r.Outcome, r.HTTPStatus, r.Error)
