@@ -313,7 +313,7 @@ func (r *run) journalInterrupt() {
 	r.startMu.Lock()
 	defer r.startMu.Unlock()
 	r.interruptOnce.Do(func() {
-		_, r.interruptErr = r.j.Append(Record{Kind: KindInterrupt, Signal: interruptSignal(r.ctx), Message: "running steps cancelled; always-steps run next"})
+		_, r.interruptErr = r.j.Append(Record{Kind: KindInterrupt, Signal: interruptSignal(r.ctx), Message: "no step starts after this but always-steps; running steps other than always-steps are cancelled"})
 	})
 }
 

@@ -70,7 +70,40 @@ func (r *run) noteInterrupt() {
 	if r.interruptErr != nil {
 		r.evidenceFailed(r.interruptErr)
 	}
-	r.event(Event{Kind: "note", Message: "interrupt received (" + sig + "): cancelling running steps, then running always-steps (restore)"})
+	r.event(Event{Kind: "note", Message: "interrupt received (" + sig + "): " + r.interruptEffect()})
+}
+
+// interruptEffect says what the interrupt does now: an interrupt that comes
+// while only always-steps run (a restore retried on its own, or reached by the
+// campaign) cancels nothing.
+func (r *run) interruptEffect() string {
+	cancelled, restoring := false, false
+	for _, inst := range r.running {
+		if inst.Meta.Always {
+			restoring = true
+		} else {
+			cancelled = true
+		}
+	}
+	alwaysLeft := false
+	for _, inst := range r.plan.Instances {
+		if inst.Meta.Always && !r.settled(inst.Addr) {
+			if _, running := r.running[inst.Addr]; !running {
+				alwaysLeft = true
+			}
+		}
+	}
+	switch {
+	case cancelled:
+		return "cancelling running steps, then running always-steps (restore)"
+	case restoring && alwaysLeft:
+		return "no other step starts; the always-steps (restore) running now go on to their end, and those left run next"
+	case restoring:
+		return "no other step starts; the always-steps (restore) running now go on to their end"
+	case alwaysLeft:
+		return "no step was running; no other step starts, and the always-steps (restore) run next"
+	}
+	return "no step was running; no other step starts"
 }
 
 // allSettled: every instance has a record of this apply's outcome or is parked.
