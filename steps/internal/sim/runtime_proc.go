@@ -31,6 +31,9 @@ func exitPath(dir string, pid int) string {
 // its own and with a minimal environment.
 func (h *Host) spawn(rec *record, restart bool) error {
 	dir := h.path(rec.Name)
+	if err := stopUnrecorded(rec, dir); err != nil {
+		return err
+	}
 	old, _ := filepath.Glob(filepath.Join(dir, "exit-*.json"))
 	for _, f := range append(old, filepath.Join(dir, serverFile), filepath.Join(dir, ackFile)) {
 		_ = os.Remove(f)
@@ -112,6 +115,25 @@ func (h *Host) adoptOrphan(rec *record) bool {
 	rec.PID, rec.StartTicks, rec.OOMKilled = st.PID, st.StartTicks, false
 	rec.StartedAt, rec.Incarnation, rec.Endpoint = st.StartedAt, st.Incarnation, "http://"+st.Addr
 	return h.write(rec) == nil
+}
+
+// stopUnrecorded kills the servers of this container that no record names: a
+// starter that died after starting one, before recording its pid, leaves it
+// running, and when it had not yet written server.json, adoptOrphan could not
+// take it. Left alone it holds the port, and the new server fails on it as if
+// another program held it.
+func stopUnrecorded(rec *record, dir string) error {
+	for _, pid := range serverProcesses(dir) {
+		if pid == rec.PID {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if !waitDead(&record{PID: pid}, 5*time.Second) {
+			return fmt.Errorf("sim: start container %q: an earlier server of it (process %d) that no record names still runs 5s after SIGKILL", rec.Name, pid)
+		}
+		waitReaped(pid)
+	}
+	return nil
 }
 
 func orUnknown(s string) string {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -520,6 +521,50 @@ func TestStartAdoptsAnOrphanServer(t *testing.T) {
 	info, err := h.Inspect("orphan")
 	if err != nil || info.Status != StatusRunning || info.Incarnation != first.Incarnation {
 		t.Fatalf("adopted %+v (%v), want the first server's incarnation %s running", info, err, first.Incarnation)
+	}
+}
+
+// A starter can die after its server began and before either recorded anything:
+// no record names the server and it has not written server.json yet, so there is
+// nothing to adopt. Start stops it rather than fail on the port it holds as if
+// another program held it (a resume's deploy once failed that way).
+func TestStartStopsAnUnrecordedServer(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finding a server by its command line needs /proc")
+	}
+	h := testHost(t)
+	// A fixed port, as a target has: a second server fails on it while the first runs.
+	if _, err := h.Create(ContainerSpec{Name: "early", Image: "sim:incumbent", Listen: freeAddr(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start("early"); err != nil {
+		t.Fatal(err)
+	}
+	first, err := h.Inspect("early")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(h.path("early"), recordFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphaned := regexp.MustCompile(`"pid": \d+,`).ReplaceAll(b, []byte(`"pid": 0,`))
+	if err := os.WriteFile(path, orphaned, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(h.path("early"), serverFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start("early"); err != nil {
+		t.Fatalf("start must stop the unrecorded server, not fail on its port: %v", err)
+	}
+	info, err := h.Inspect("early")
+	if err != nil || info.Status != StatusRunning || info.PID == first.PID || info.Incarnation == first.Incarnation {
+		t.Fatalf("started %+v (%v), want a new server running in place of pid %d", info, err, first.PID)
+	}
+	if processAlive(first.PID, 0) {
+		t.Errorf("the unrecorded server (pid %d) still runs", first.PID)
 	}
 }
 
