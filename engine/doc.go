@@ -27,6 +27,9 @@
 //     outputs, and the steps before it were measured against the old). A change
 //     refuses the apply, which journals nothing of it (a torn last line it moved
 //     aside first is journalled all the same).
+//   - After a crash, the next apply kills the process groups the dead apply's
+//     steps left running, from the records its attempts hold (procgroup), before
+//     it hashes their evidence or starts anything.
 //   - A campaign is frozen only into a new or empty state directory, or over the
 //     files an interrupted freeze left (checkUnfrozen).
 //   - One apply per state directory at a time (flock).

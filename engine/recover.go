@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rigor-bench/rigor/engine/procgroup"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -52,13 +53,26 @@ func (r *run) recoverCrash() {
 	var interrupted []string
 	reachedAlways := false
 	for _, a := range open {
+		dir := filepath.Join(r.opts.StateDir, filepath.FromSlash(a.start.Dir))
+		// The commands the dead attempt started may still run (a restore, a
+		// benchmark): they would run beside this apply's steps, and go on writing
+		// into the evidence hashed next. They are killed first.
+		msg := "the previous apply stopped during this attempt (crash or kill); every record it wrote is kept as it was found"
+		killed, kerr := procgroup.KillLeft(dir)
+		if len(killed) > 0 {
+			msg += "; killed what its commands left running: " + procgroup.Describe(killed)
+			r.event(Event{Kind: "alert", Addr: a.start.Step, Message: fmt.Sprintf("%s: the previous apply left %s running; killed", a.start.Step, procgroup.Describe(killed))})
+		}
+		if kerr != nil {
+			msg += "; could not kill what its commands left running: " + kerr.Error()
+			r.event(Event{Kind: "alert", Addr: a.start.Step, Message: fmt.Sprintf("%s: what the previous apply's commands left running may still run: %v", a.start.Step, kerr)})
+		}
 		// Whatever the dead attempt wrote is hashed now, as it was found, so the
 		// evidence of a crash is covered like any other.
-		arts, _ := hashArtefacts(r.opts.StateDir, filepath.Join(r.opts.StateDir, filepath.FromSlash(a.start.Dir)))
+		arts, _ := hashArtefacts(r.opts.StateDir, dir)
 		rec := r.append(Record{
 			Kind: KindStepEnd, Step: a.start.Step, Attempt: a.n, Dir: a.start.Dir, Artefacts: arts,
-			Status: StatusInterrupted, Class: ClassCrash,
-			Message: "the previous apply stopped during this attempt (crash or kill); every record it wrote is kept as it was found",
+			Status: StatusInterrupted, Class: ClassCrash, Message: msg,
 		})
 		a.end = &rec
 		r.addHistory(rec, cty.NilVal)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rigor-bench/rigor/engine/procgroup"
 	"github.com/rigor-bench/rigor/plans"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -528,6 +529,9 @@ func (r *run) start(inst *plans.Instance) bool {
 		// Restore must not be cancelled by the interrupt that sent us to it.
 		parent = context.WithoutCancel(r.ctx)
 	}
+	// The commands the step starts record their process groups in its attempt
+	// directory, for the next apply to kill should this one be killed.
+	parent = procgroup.WithDir(parent, absDir)
 	stepCtx, cancel := context.WithCancel(parent)
 	if timeout > 0 {
 		stepCtx, cancel = context.WithTimeout(parent, timeout)

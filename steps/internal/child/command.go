@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rigor-bench/rigor/engine/procgroup"
 )
 
 // KillGrace is how long a killed command may take to close its output. A command
@@ -85,7 +87,10 @@ func (c *Cmd) Run() error {
 		running.Lock()
 		running.groups[pgid] = true
 		running.Unlock()
+		// Should rigor be killed, the next apply kills the group (procgroup).
+		forget := procgroup.Record(procgroup.Dir(c.ctx), pgid)
 		err = c.Cmd.Wait()
+		forget()
 		running.Lock()
 		delete(running.groups, pgid)
 		running.Unlock()

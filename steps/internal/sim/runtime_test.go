@@ -50,7 +50,13 @@ func testHost(t *testing.T) *Host {
 // started creates and starts an incumbent container called name on any free port.
 func started(t *testing.T, h *Host, name string) ContainerInfo {
 	t.Helper()
-	if _, err := h.Create(ContainerSpec{Name: name, Image: "sim:incumbent", Listen: "127.0.0.1:0"}); err != nil {
+	return startedOn(t, h, name, "127.0.0.1:0")
+}
+
+// startedOn creates and starts an incumbent container called name listening on addr.
+func startedOn(t *testing.T, h *Host, name, addr string) ContainerInfo {
+	t.Helper()
+	if _, err := h.Create(ContainerSpec{Name: name, Image: "sim:incumbent", Listen: addr}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Start(name); err != nil {
@@ -495,6 +501,21 @@ func TestContainerConfigReachesTheServer(t *testing.T) {
 	}
 }
 
+// forgetPID makes name's record look as it does when its starter died between
+// starting the server and recording its pid.
+func forgetPID(t *testing.T, h *Host, name string) {
+	t.Helper()
+	path := filepath.Join(h.path(name), recordFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphaned := regexp.MustCompile(`"pid": \d+,`).ReplaceAll(b, []byte(`"pid": 0,`))
+	if err := os.WriteFile(path, orphaned, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A starter that dies after its server began but before it recorded the server's
 // pid leaves a server no record names: the next Start adopts it (from the
 // server.json it wrote once listening) instead of starting a second server that
@@ -502,16 +523,7 @@ func TestContainerConfigReachesTheServer(t *testing.T) {
 func TestStartAdoptsAnOrphanServer(t *testing.T) {
 	h := testHost(t)
 	first := started(t, h, "orphan")
-	path := filepath.Join(h.path("orphan"), recordFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What the record looks like when the starter died between spawn and write.
-	orphaned := regexp.MustCompile(`"pid": \d+,`).ReplaceAll(b, []byte(`"pid": 0,`))
-	if err := os.WriteFile(path, orphaned, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	forgetPID(t, h, "orphan")
 	if info, _ := h.Inspect("orphan"); info.Status == StatusRunning {
 		t.Fatal("a record without a pid must not read as running")
 	}
@@ -534,25 +546,8 @@ func TestStartStopsAnUnrecordedServer(t *testing.T) {
 	}
 	h := testHost(t)
 	// A fixed port, as a target has: a second server fails on it while the first runs.
-	if _, err := h.Create(ContainerSpec{Name: "early", Image: "sim:incumbent", Listen: freeAddr(t)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Start("early"); err != nil {
-		t.Fatal(err)
-	}
-	first, err := h.Inspect("early")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(h.path("early"), recordFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	orphaned := regexp.MustCompile(`"pid": \d+,`).ReplaceAll(b, []byte(`"pid": 0,`))
-	if err := os.WriteFile(path, orphaned, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	first := startedOn(t, h, "early", freeAddr(t))
+	forgetPID(t, h, "early")
 	if err := os.Remove(filepath.Join(h.path("early"), serverFile)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,128 @@
+package procgroup
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startGroup starts a shell that leaves a job in the background, in a process
+// group of its own, as the steps' command runner does. It returns the group and
+// the background job's pid.
+func startGroup(t *testing.T) (pgid, job int) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", "sleep 60 & echo $! > job.pid; wait")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "job.pid")); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			job, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			return cmd.Process.Pid, job
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shell did not start its job")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func running(pid int) bool {
+	_, zombie, err := Stat(pid)
+	return err == nil && !zombie
+}
+
+func TestKillLeftKillsTheWholeGroup(t *testing.T) {
+	dir := t.TempDir()
+	pgid, job := startGroup(t)
+	// The apply that would remove the record once the command ended was killed.
+	Record(dir, pgid)
+	killed, err := KillLeft(dir)
+	if err != nil || len(killed) != 1 || killed[0].PGID != pgid {
+		t.Fatalf("killed %+v (%v), want group %d", killed, err, pgid)
+	}
+	if running(pgid) || running(job) {
+		t.Errorf("the shell (%v) or its background job (%v) still runs", running(pgid), running(job))
+	}
+	if got := Describe(killed); got != "process group "+strconv.Itoa(pgid) {
+		t.Errorf("Describe = %q", got)
+	}
+	// The record stays, as evidence of what was killed; a second pass finds
+	// nothing left to kill.
+	if again, err := KillLeft(dir); err != nil || len(again) != 0 {
+		t.Errorf("second pass killed %+v (%v)", again, err)
+	}
+}
+
+func TestRecordIsRemovedWhenTheCommandEnds(t *testing.T) {
+	dir := t.TempDir()
+	forget := Record(dir, os.Getpid())
+	names, _ := filepath.Glob(filepath.Join(dir, filePrefix+"*"))
+	if len(names) != 1 {
+		t.Fatalf("records %v, want one", names)
+	}
+	// Empty: a record takes no block of a full file system.
+	if st, err := os.Stat(names[0]); err != nil || st.Size() != 0 {
+		t.Fatalf("record %v (%v), want an empty file", st, err)
+	}
+	forget()
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 0 {
+		t.Errorf("left %v", names)
+	}
+	// Without an attempt directory nothing is written.
+	Record("", os.Getpid())()
+}
+
+// A record whose leader's pid now belongs to a process that started at another
+// time names a group that is gone: that process is not killed.
+func TestKillLeftSparesAProcessThatReusedThePid(t *testing.T) {
+	dir := t.TempDir()
+	pgid, job := startGroup(t)
+	ticks, _, err := Stat(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, Group{PGID: pgid, StartTicks: ticks + 1}.name()), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	killed, err := KillLeft(dir)
+	if err != nil || len(killed) != 0 {
+		t.Fatalf("killed %+v (%v), want nothing", killed, err)
+	}
+	if !running(pgid) || !running(job) {
+		t.Error("a process that is not the recorded leader's group was killed")
+	}
+}
+
+func TestKillLeftNamesABadRecord(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, filePrefix+"12x")
+	if err := os.WriteFile(bad, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := KillLeft(dir)
+	if err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("error %v, want one naming %s", err, bad)
+	}
+}
+
+func TestDirTravelsInTheContext(t *testing.T) {
+	if got := Dir(WithDir(context.Background(), "/s/attempts/x/1")); got != "/s/attempts/x/1" {
+		t.Errorf("Dir = %q", got)
+	}
+	if got := Dir(context.Background()); got != "" {
+		t.Errorf("Dir of a bare context = %q", got)
+	}
+}
