@@ -95,8 +95,10 @@ func (r *run) interruptEffect() string {
 		}
 	}
 	switch {
-	case cancelled:
+	case cancelled && (alwaysLeft || restoring):
 		return "cancelling running steps, then running always-steps (restore)"
+	case cancelled:
+		return "cancelling running steps; no always-step (restore) is left to run"
 	case restoring && alwaysLeft:
 		return "no other step starts; the always-steps (restore) running now go on to their end, and those left run next"
 	case restoring:
@@ -530,8 +532,15 @@ func (r *run) start(inst *plans.Instance) bool {
 		parent = context.WithoutCancel(r.ctx)
 	}
 	// The commands the step starts record their process groups in its attempt
-	// directory, for the next apply to kill should this one be killed.
-	parent = procgroup.WithDir(parent, absDir)
+	// directory, for the next apply to kill should this one be killed: the one in
+	// the state directory, which the next apply looks in, even when the step's
+	// artefacts go to a rescue directory (a record is an empty file, which a full
+	// disk still takes).
+	groups := absDir
+	if mkErr == nil {
+		groups = filepath.Join(r.opts.StateDir, dir)
+	}
+	parent = procgroup.WithDir(parent, groups)
 	stepCtx, cancel := context.WithCancel(parent)
 	if timeout > 0 {
 		stepCtx, cancel = context.WithTimeout(parent, timeout)

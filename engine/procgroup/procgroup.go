@@ -13,9 +13,9 @@ import (
 )
 
 // filePrefix starts the name of a group's record in an attempt directory:
-// process-group-<pgid>-<leader's start ticks>. The record is an empty file, its
-// name all it says: an empty file takes no block of a file system, so it is
-// written even on a full disk (a restore's commands are recorded too), and
+// process-group-<pgid>-<leader's start ticks>-<boot id>. The record is an empty
+// file, its name all it says: an empty file takes no block of a file system, so
+// it is written even on a full disk (a restore's commands are recorded too), and
 // removing it frees none that the evidence written after it could come to need.
 const filePrefix = "process-group-"
 
@@ -26,20 +26,26 @@ type Group struct {
 	// unknown): a live process with the pgid's pid but another start time is not
 	// the leader, and its group is not the step's.
 	StartTicks uint64
+	// Boot is the boot the group ran in ("unknown" where the system does not say):
+	// after a reboot (a lost machine), the numbers name other processes.
+	Boot string
 }
 
 func (g Group) name() string {
-	return filePrefix + strconv.Itoa(g.PGID) + "-" + strconv.FormatUint(g.StartTicks, 10)
+	return filePrefix + strconv.Itoa(g.PGID) + "-" + strconv.FormatUint(g.StartTicks, 10) + "-" + g.Boot
 }
 
 func parseName(name string) (Group, error) {
-	pgid, ticks, ok := strings.Cut(strings.TrimPrefix(name, filePrefix), "-")
-	g := Group{}
+	f := strings.SplitN(strings.TrimPrefix(name, filePrefix), "-", 3)
+	var g Group
 	var err1, err2 error
-	g.PGID, err1 = strconv.Atoi(pgid)
-	g.StartTicks, err2 = strconv.ParseUint(ticks, 10, 64)
-	if !ok || err1 != nil || err2 != nil || g.PGID <= 1 {
-		return Group{}, errors.New("not a process group record (process-group-<pgid>-<start ticks>)")
+	if len(f) == 3 {
+		g.PGID, err1 = strconv.Atoi(f[0])
+		g.StartTicks, err2 = strconv.ParseUint(f[1], 10, 64)
+		g.Boot = f[2]
+	}
+	if len(f) != 3 || err1 != nil || err2 != nil || g.PGID <= 1 || g.Boot == "" {
+		return Group{}, errors.New("not a process group record (process-group-<pgid>-<start ticks>-<boot id>)")
 	}
 	return g, nil
 }
@@ -68,7 +74,7 @@ func Record(dir string, pgid int) (remove func()) {
 		return func() {}
 	}
 	ticks, _, _ := Stat(pgid)
-	path := filepath.Join(dir, Group{PGID: pgid, StartTicks: ticks}.name())
+	path := filepath.Join(dir, Group{PGID: pgid, StartTicks: ticks, Boot: bootID()}.name())
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return func() {}
@@ -109,11 +115,17 @@ func KillLeft(dir string) ([]Group, error) {
 	return killed, errors.Join(errs...)
 }
 
-// alive reports whether the group still has a process of the step's: some
-// process is in it, and its leader, if alive, is the one recorded. (While the
-// group has a process, the kernel gives no new process its number, so a group
-// whose leader died is still the step's.)
+// alive reports whether the group still has a process of the step's: the group
+// ran in this boot, some process that is not a zombie is in it, and its leader,
+// if alive, is the one recorded. A group whose leader died is taken to be the
+// step's still: its number could be another group's only if every process of the
+// step's group had ended, a new process had taken the number and led a group of
+// its own, and that leader had died leaving members behind, all between the crash
+// and this recovery.
 func (g Group) alive() bool {
+	if boot := bootID(); g.Boot != boot && g.Boot != unknownBoot && boot != unknownBoot {
+		return false
+	}
 	if !groupLive(g.PGID) {
 		return false
 	}
@@ -136,6 +148,9 @@ func (g Group) waitGone(d time.Duration) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// unknownBoot stands for the boot of a system that does not say which it is.
+const unknownBoot = "unknown"
 
 // killable reports whether kill(2) finds a process in group pgid.
 func killable(pgid int) bool {

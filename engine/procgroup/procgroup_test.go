@@ -94,7 +94,7 @@ func TestKillLeftSparesAProcessThatReusedThePid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, Group{PGID: pgid, StartTicks: ticks + 1}.name()), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, Group{PGID: pgid, StartTicks: ticks + 1, Boot: bootID()}.name()), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	killed, err := KillLeft(dir)
@@ -103,6 +103,38 @@ func TestKillLeftSparesAProcessThatReusedThePid(t *testing.T) {
 	}
 	if !running(pgid) || !running(job) {
 		t.Error("a process that is not the recorded leader's group was killed")
+	}
+}
+
+// A record from another boot (the machine was lost and restarted) names a group
+// of that boot: whatever has its number now is not killed, even a group whose
+// leader is gone, which the start time cannot tell apart.
+func TestKillLeftSparesAGroupOfAnotherBoot(t *testing.T) {
+	if bootID() == unknownBoot {
+		t.Skip("this system does not say which boot it is")
+	}
+	dir := t.TempDir()
+	pgid, job := startGroup(t)
+	// The leader (the shell) exits; its background job stays in the group.
+	if err := syscall.Kill(pgid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); running(pgid) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(dir, Group{PGID: pgid, StartTicks: 1, Boot: "00000000-0000-0000-0000-000000000000"}.name()), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	killed, err := KillLeft(dir)
+	if err != nil || len(killed) != 0 || !running(job) {
+		t.Fatalf("killed %+v (%v), job running %v: want nothing killed", killed, err, running(job))
+	}
+	// The same group recorded in this boot is the step's: its job is killed.
+	if err := os.WriteFile(filepath.Join(dir, Group{PGID: pgid, StartTicks: 1, Boot: bootID()}.name()), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if killed, err := KillLeft(dir); err != nil || len(killed) != 1 || running(job) {
+		t.Fatalf("killed %+v (%v), job running %v: want the group killed", killed, err, running(job))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Stat reads a process's start time (field 22 of /proc/<pid>/stat, in clock
@@ -66,4 +67,13 @@ func groupLive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// bootID names this boot of the machine.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if id := strings.TrimSpace(string(b)); err == nil && id != "" {
+		return id
+	}
+	return unknownBoot
 }

@@ -23,3 +23,6 @@ func Stat(pid int) (startTicks uint64, zombie bool, err error) {
 // groupLive, without /proc, asks the kernel whether any process, a zombie
 // included, is in process group pgid.
 func groupLive(pgid int) bool { return killable(pgid) }
+
+// bootID is unknownBoot: without /proc the boot is not known.
+func bootID() string { return unknownBoot }

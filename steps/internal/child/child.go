@@ -12,8 +12,8 @@
 // Command starts such a child in a process group of its own and kills the group a
 // little before the step's bound, so the step returns, output kept, by its bound.
 // KillAll kills the groups of every child still running, for an exit that cannot
-// wait for them (a third interrupt). While a command runs, its group is recorded
-// in the step attempt's directory (engine/procgroup), so that should rigor be
+// wait for them (a third interrupt). From a command's start until it exits, its
+// group is recorded in the step attempt's directory (engine/procgroup), so that should rigor be
 // killed, the next apply kills the group before anything else runs.
 //
 // Out of scope: the environment of containers, which is the target's env and is

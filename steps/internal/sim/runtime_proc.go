@@ -222,11 +222,11 @@ func waitReaped(pid int) {
 	}
 }
 
-// processAlive reports whether pid runs and is the process that started at ticks
-// (0: not checked). A zombie is not alive: it will never answer again.
 // processStat is a process's start time and whether it is a zombie.
 func processStat(pid int) (startTicks uint64, zombie bool, err error) { return procgroup.Stat(pid) }
 
+// processAlive reports whether pid runs and is the process that started at ticks
+// (0: not checked). A zombie is not alive: it will never answer again.
 func processAlive(pid int, ticks uint64) bool {
 	t, zombie, err := processStat(pid)
 	if err != nil || zombie {
