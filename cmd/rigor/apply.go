@@ -230,11 +230,11 @@ func interruptContext(g *globals, s interruptState) (context.Context, func()) {
 			case outageOpen() && restoring():
 				return "restore is running. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first."
 			case outageOpen():
-				return "the running steps are being cancelled; restore runs next. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first."
+				return "any running step is being cancelled; restore runs next. A third interrupt exits now and leaves the outage open in the journal; the next `rigor plan apply` on this state restores first."
 			case !journaled():
 				return "no step has started yet: rigor is freezing the plan or checking the state. A third interrupt exits now; the next `rigor plan apply` on this state goes on from there."
 			case !restoring():
-				return "the running steps are being cancelled; the always-steps run next; no outage is open. A third interrupt exits now; the next `rigor plan apply` on this state runs the always-steps and holds."
+				return "any running step is being cancelled; the always-steps run next; no outage is open. A third interrupt exits now; the next `rigor plan apply` on this state runs the always-steps and holds."
 			}
 			return "the always-steps are running; no outage is open. A third interrupt exits now; the next `rigor plan apply` on this state settles what it leaves."
 		},

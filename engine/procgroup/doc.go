@@ -7,7 +7,8 @@
 // exits, so only a dead apply's attempts hold one (an apply that exits on a third
 // interrupt, after killing the groups itself, leaves its records too). A process
 // the command leaves behind after it exits is not covered, nor one it runs in a
-// container through docker exec: only the docker client is in the group.
+// container through docker exec (only the docker client is in the group), nor a
+// command killed with rigor in the instant between its start and its record.
 //
 // Steps never call Record themselves: the engine puts the attempt directory in
 // the step's context (WithDir) and the command runner of the steps records the
