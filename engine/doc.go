@@ -12,7 +12,9 @@
 //     files; step_end: the attempt's files; journal_repaired: the torn last line
 //     of a journal, which an apply moves to repairs/ before it goes on). The rest
 //     is manifest.json (derived from the journal), signatures/ (which sign the
-//     journal's head), the lock, and report/ (derived by `rigor report`).
+//     journal's head), the lock, report/ (derived by `rigor report`), and the
+//     process-group records a step whose attempt directory could not be made
+//     leaves at the root while its command runs (procgroup).
 //     VerifyState checks all of it and reports anything else as a stray.
 //   - A failed attempt is never re-run, except an always-step's (restore), which
 //     every later apply runs again, first, as a new attempt. After a stop-class

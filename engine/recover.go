@@ -52,6 +52,17 @@ func (r *run) recoverCrash() {
 	sort.Slice(open, func(i, j int) bool { return open[i].start.Seq < open[j].start.Seq })
 	var interrupted []string
 	reachedAlways := false
+	// Commands of steps whose attempt directory a full disk kept the dead apply
+	// from making recorded their groups at the state's root.
+	rootKilled, rootErr := procgroup.KillLeft(r.opts.StateDir)
+	if len(rootKilled) > 0 {
+		r.event(Event{Kind: "alert", Message: fmt.Sprintf("the previous apply left %s running (a step whose attempt directory could not be made); killed", procgroup.Describe(rootKilled))})
+	}
+	if rootErr != nil {
+		r.event(Event{Kind: "alert", Message: fmt.Sprintf("what the previous apply's commands left running may still run: %v", rootErr)})
+	} else {
+		procgroup.Forget(r.opts.StateDir)
+	}
 	for _, a := range open {
 		dir := filepath.Join(r.opts.StateDir, filepath.FromSlash(a.start.Dir))
 		// The commands the dead attempt started may still run (a restore, a
@@ -198,6 +209,12 @@ func (r *run) recoverCrash() {
 		} else {
 			msg += "; the targets it deployed are as the journal left them, so the campaign goes on"
 		}
+	}
+	if len(rootKilled) > 0 {
+		msg += "; killed what the commands of a step whose attempt directory could not be made left running: " + procgroup.Describe(rootKilled)
+	}
+	if rootErr != nil {
+		msg += "; could not kill what its commands left running: " + rootErr.Error()
 	}
 	recovery.Message = msg
 	r.append(recovery)

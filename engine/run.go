@@ -535,10 +535,10 @@ func (r *run) start(inst *plans.Instance) bool {
 	// directory, for the next apply to kill should this one be killed: the one in
 	// the state directory, which the next apply looks in, even when the step's
 	// artefacts go to a rescue directory. A record is an empty file, which a full
-	// disk still takes; a new directory may need a block (ext4), and when the
-	// attempt directory could not be made, the records go to the rescue directory
-	// with the artefacts, where the next apply does not look.
-	groups := absDir
+	// disk still takes; a new directory may need a block (ext4), so when the
+	// attempt directory could not be made, they go to the state's root, which
+	// the next apply looks in too.
+	groups := r.opts.StateDir
 	if mkErr == nil {
 		groups = filepath.Join(r.opts.StateDir, dir)
 	}

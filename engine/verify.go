@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/rigor-bench/rigor/engine/internal/sshsig"
+	"github.com/rigor-bench/rigor/engine/procgroup"
 	"github.com/rigor-bench/rigor/plans"
 )
 
@@ -657,6 +658,8 @@ func (v *verifier) walk() {
 			}
 		case !nested && root[rel]:
 		case v.known[rel] != "" || v.sigs[rel]:
+		case !nested && procgroup.IsRecord(rel):
+			v.problem(rel, "records a process group of a step whose attempt directory could not be made (a full disk), left by an apply that was killed; the next apply kills what is left of the group and removes this; not evidence")
 		case rel == ManifestFile+".tmp":
 			v.problem(rel, "left by an interrupted manifest write (the next apply replaces it); manifest.json is derived, so it is not evidence")
 		case !nested:

@@ -115,6 +115,23 @@ func KillLeft(dir string) ([]Group, error) {
 	return killed, errors.Join(errs...)
 }
 
+// IsRecord reports whether a file name is that of a group's record.
+func IsRecord(name string) bool {
+	_, err := parseName(name)
+	return strings.HasPrefix(name, filePrefix) && err == nil
+}
+
+// Forget removes the records in dir: once KillLeft has killed what they named,
+// they are no longer needed where they are not evidence (a state's root).
+func Forget(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, filePrefix+"*"))
+	for _, name := range names {
+		if IsRecord(filepath.Base(name)) {
+			_ = os.Remove(name)
+		}
+	}
+}
+
 // alive reports whether the group still has a process of the step's: the group
 // ran in this boot, some process that is not a zombie is in it, and its leader,
 // if alive, is the one recorded. A group whose leader died is taken to be the

@@ -150,6 +150,24 @@ func TestKillLeftNamesABadRecord(t *testing.T) {
 	}
 }
 
+func TestForgetRemovesOnlyRecords(t *testing.T) {
+	dir := t.TempDir()
+	Record(dir, os.Getpid())
+	for _, name := range []string{"journal.jsonl", filePrefix + "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	Forget(dir)
+	names, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(names) != 2 {
+		t.Errorf("left %v, want journal.jsonl and %snotes.txt", names, filePrefix)
+	}
+	if IsRecord(filePrefix+"notes.txt") || !IsRecord(Group{PGID: 12, StartTicks: 3, Boot: "b"}.name()) {
+		t.Error("IsRecord takes a file for a record, or a record for a file")
+	}
+}
+
 func TestDirTravelsInTheContext(t *testing.T) {
 	if got := Dir(WithDir(context.Background(), "/s/attempts/x/1")); got != "/s/attempts/x/1" {
 		t.Errorf("Dir = %q", got)
