@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -163,14 +162,5 @@ func runConstant(t *testing.T, url string, rate float64, concurrency, requests i
 	cfg := testConfig(url)
 	cfg.Mode, cfg.Arrival, cfg.Rate = ModeOpen, ArrivalConstant, rate
 	cfg.Concurrency, cfg.Requests = concurrency, requests
-	var out bytes.Buffer
-	res, err := Run(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := ReadRecords(&out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, recs
+	return runRecords(t, cfg)
 }

@@ -418,15 +418,7 @@ func TestSummarizeRecomputesFromJSONL(t *testing.T) {
 	}))
 	cfg := testConfig(srv.URL)
 	cfg.Concurrency, cfg.Requests = 2, 8
-	var out bytes.Buffer
-	res, err := Run(context.Background(), cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := ReadRecords(&out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, recs := runRecords(t, cfg)
 	again := Summarize(recs)
 	got := *res
 	if got.BlockCPUS <= 0 {
