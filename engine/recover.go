@@ -54,13 +54,9 @@ func (r *run) recoverCrash() {
 	reachedAlways := false
 	// Commands of steps whose attempt directory a full disk kept the dead apply
 	// from making recorded their groups at the state's root.
-	rootKilled, rootErr := procgroup.KillLeft(r.opts.StateDir)
-	if len(rootKilled) > 0 {
-		r.event(Event{Kind: "alert", Message: fmt.Sprintf("the previous apply left %s running (a step whose attempt directory could not be made); killed", procgroup.Describe(rootKilled))})
-	}
-	if rootErr != nil {
-		r.event(Event{Kind: "alert", Message: fmt.Sprintf("what the previous apply's commands left running may still run: %v", rootErr)})
-	} else {
+	rootNote, rootErr := r.killLeftovers(r.opts.StateDir, "", " (a step whose attempt directory could not be made)",
+		"the commands of a step whose attempt directory could not be made")
+	if rootErr == nil {
 		procgroup.Forget(r.opts.StateDir)
 	}
 	for _, a := range open {
@@ -68,22 +64,14 @@ func (r *run) recoverCrash() {
 		// The commands the dead attempt started may still run (a restore, a
 		// benchmark): they would run beside this apply's steps, and go on writing
 		// into the evidence hashed next. They are killed first.
-		msg := "the previous apply stopped during this attempt (crash or kill); every record it wrote is kept as it was found"
-		killed, kerr := procgroup.KillLeft(dir)
-		if len(killed) > 0 {
-			msg += "; killed what its commands left running: " + procgroup.Describe(killed)
-			r.event(Event{Kind: "alert", Addr: a.start.Step, Message: fmt.Sprintf("%s: the previous apply left %s running; killed", a.start.Step, procgroup.Describe(killed))})
-		}
-		if kerr != nil {
-			msg += "; could not kill what its commands left running: " + kerr.Error()
-			r.event(Event{Kind: "alert", Addr: a.start.Step, Message: fmt.Sprintf("%s: what the previous apply's commands left running may still run: %v", a.start.Step, kerr)})
-		}
+		note, _ := r.killLeftovers(dir, a.start.Step, "", "its commands")
 		// Whatever the dead attempt wrote is hashed now, as it was found, so the
 		// evidence of a crash is covered like any other.
 		arts, _ := hashArtefacts(r.opts.StateDir, dir)
 		rec := r.append(Record{
 			Kind: KindStepEnd, Step: a.start.Step, Attempt: a.n, Dir: a.start.Dir, Artefacts: arts,
-			Status: StatusInterrupted, Class: ClassCrash, Message: msg,
+			Status: StatusInterrupted, Class: ClassCrash,
+			Message: "the previous apply stopped during this attempt (crash or kill); every record it wrote is kept as it was found" + note,
 		})
 		a.end = &rec
 		r.addHistory(rec, cty.NilVal)
@@ -210,15 +198,30 @@ func (r *run) recoverCrash() {
 			msg += "; the targets it deployed are as the journal left them, so the campaign goes on"
 		}
 	}
-	if len(rootKilled) > 0 {
-		msg += "; killed what the commands of a step whose attempt directory could not be made left running: " + procgroup.Describe(rootKilled)
-	}
-	if rootErr != nil {
-		msg += "; could not kill what its commands left running: " + rootErr.Error()
-	}
-	recovery.Message = msg
+	recovery.Message = msg + rootNote
 	r.append(recovery)
 	r.event(Event{Kind: "note", Message: msg})
+}
+
+// killLeftovers kills the process groups the dead apply's commands recorded in
+// dir and still running (procgroup), alerts with what it did, and returns what
+// the journal says of it ("" when nothing was recorded): the groups of step addr
+// ("" for none), where adds to the alert, whose names the commands.
+func (r *run) killLeftovers(dir, addr, where, whose string) (note string, err error) {
+	killed, err := procgroup.KillLeft(dir)
+	prefix := ""
+	if addr != "" {
+		prefix = addr + ": "
+	}
+	if len(killed) > 0 {
+		note += "; killed what " + whose + " left running: " + procgroup.Describe(killed)
+		r.event(Event{Kind: "alert", Addr: addr, Message: fmt.Sprintf("%sthe previous apply left %s running%s; killed", prefix, procgroup.Describe(killed), where)})
+	}
+	if err != nil {
+		note += "; could not kill what its commands left running: " + err.Error()
+		r.event(Event{Kind: "alert", Addr: addr, Message: fmt.Sprintf("%swhat the previous apply's commands left running may still run: %v", prefix, err)})
+	}
+	return note, err
 }
 
 // keepSucceededAlways leaves settled the always-steps the dead apply had run to
