@@ -16,26 +16,42 @@ func Stat(pid int) (startTicks uint64, zombie bool, err error) {
 	if pid <= 0 {
 		return 0, false, errors.New("no pid")
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(strconv.Itoa(pid))
 	if err != nil {
 		return 0, false, err
 	}
-	// The command name (field 2) is in parentheses and may hold spaces or ')': the
-	// fields that follow start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := bytes.Fields(b[i+1:])
 	if len(f) < 20 {
 		return 0, false, fmt.Errorf("/proc/%d/stat: %d fields after the command name", pid, len(f))
 	}
-	state := f[0] // field 3
 	ticks, err := strconv.ParseUint(string(f[19]), 10, 64)
 	if err != nil {
 		return 0, false, fmt.Errorf("/proc/%d/stat: starttime: %w", pid, err)
 	}
-	return ticks, len(state) == 1 && (state[0] == 'Z' || state[0] == 'X'), nil
+	return ticks, isZombie(f), nil
+}
+
+// statFields reads /proc/<pid>/stat and returns its fields from the third (the
+// state) on. The command name (field 2) is in parentheses and may hold spaces or
+// ')': the fields that follow start after the last ')'.
+func statFields(pid string) ([][]byte, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%s/stat: no command name", pid)
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 1 {
+		return nil, fmt.Errorf("/proc/%s/stat: no state", pid)
+	}
+	return f, nil
+}
+
+// isZombie reads the state field of statFields' fields.
+func isZombie(f [][]byte) bool {
+	return len(f[0]) == 1 && (f[0][0] == 'Z' || f[0][0] == 'X')
 }
 
 // groupLive reports whether a process that is not a zombie is in process group
@@ -46,23 +62,13 @@ func groupLive(pgid int) bool {
 	if err != nil {
 		return killable(pgid)
 	}
+	want := strconv.Itoa(pgid)
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 || string(f[2]) != strconv.Itoa(pgid) {
-			continue
-		}
-		if s := f[0]; len(s) != 1 || (s[0] != 'Z' && s[0] != 'X') {
+		// Field 5, the process group, is the third after the command name.
+		if f, err := statFields(e.Name()); err == nil && len(f) >= 3 && string(f[2]) == want && !isZombie(f) {
 			return true
 		}
 	}
