@@ -1,12 +1,24 @@
 package plans
 
 import (
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 )
 
 // AttrSpecOf is attrSpecOf, for the test that every real step argument is one.
 func AttrSpecOf(sp hcldec.Spec) (*hcldec.AttrSpec, bool) { return attrSpecOf(sp) }
+
+// ParseInPieces parses src as Load parses a large file: in pieces cut between
+// top-level blocks, on every core, into one file whose syntax tree is kept. It is
+// nil where Load would parse the file whole.
+func ParseInPieces(src []byte, filename string) *hcl.File {
+	cuts := topLevelCuts(src, pieceBytes)
+	if len(cuts) == 0 {
+		return nil
+	}
+	return parseChunks(src, filename, cuts)
+}
 
 // SourceMismatches digests every step instance of p twice, reading what is known
 // from its configuration and evaluating each argument again, and returns the
