@@ -81,6 +81,9 @@ type Summary struct {
 	// Exhausted is true when a held campaign has nothing left that could run: applying
 	// again runs nothing, and only `rigor close` ends it.
 	Exhausted bool
+	// Settled is true when a held campaign has nothing left to run and nothing
+	// failed: applying again runs no step (the restore neither) and completes it.
+	Settled bool
 	// RestoreFailures lists the always-steps that failed or never ran, with why.
 	RestoreFailures []string
 	// OutageOpen is true when the apply ends with the incumbent out of service.
@@ -370,7 +373,9 @@ func (r *run) end() *Summary {
 		}
 	case r.stopped != notStopped:
 		sum.Status, sum.Cause, sum.Reason = EndHeld, r.stopCause, r.stopReason
-		if (notRerun != "" || r.stopFailure() != "") && !r.deferred && r.pendingOutside(down) == 0 {
+		switch {
+		case r.deferred || r.pendingOutside(down) > 0:
+		case notRerun != "" || r.stopFailure() != "":
 			// What is left waits on a step no apply runs again, or on a failure:
 			// applying again runs nothing, and only a person closes the campaign.
 			sum.Exhausted = true
@@ -379,6 +384,11 @@ func (r *run) end() *Summary {
 			} else {
 				sum.Reason += "; nothing left can run: what is left waits on the failed step"
 			}
+		default:
+			// Every step ran (the stop came during or after the restore, or the
+			// restore was retried): applying again runs nothing and completes.
+			sum.Settled = true
+			sum.Reason += "; every step has run: applying again completes the campaign without running a step"
 		}
 	case r.deferred:
 		sum.Status, sum.Cause = EndHeld, CauseDeferred
@@ -410,7 +420,7 @@ func (r *run) end() *Summary {
 	for k, v := range sum.Counts {
 		counts[string(k)] = v
 	}
-	r.append(Record{Kind: KindCampaignEnd, Status: Status(sum.Status), Cause: sum.Cause, Message: sum.Reason, Counts: counts, Exhausted: sum.Exhausted})
+	r.append(Record{Kind: KindCampaignEnd, Status: Status(sum.Status), Cause: sum.Cause, Message: sum.Reason, Counts: counts, Exhausted: sum.Exhausted, Settled: sum.Settled})
 	r.outageMu.Lock()
 	sum.OutageOpen = r.outageOpen
 	if r.outageOpen {

@@ -112,6 +112,9 @@ type Record struct {
 	// Exhausted marks, in campaign_end, a held campaign with nothing left that a
 	// later apply could run (Summary.Exhausted).
 	Exhausted bool `json:"exhausted,omitempty"`
+	// Settled marks, in campaign_end, a held campaign with nothing left to run and
+	// nothing failed: a later apply runs no step and completes it (Summary.Settled).
+	Settled bool `json:"settled,omitempty"`
 	// Window numbers the outage windows in outage_begin and outage_end records.
 	Window int `json:"window,omitempty"`
 	// Overrun marks an outage_end whose outage outlasted its budget.

@@ -104,8 +104,8 @@ step "probe" "restore" {
 	if diff := cmp.Diff([]string{"probe.restore"}, h.probe.ran()); diff != "" {
 		t.Fatalf("the retry ran (-want +got):\n%s", diff)
 	}
-	if sum.Status != engine.EndHeld || sum.Cause != engine.CauseRestoreRetry || sum.OutageOpen {
-		t.Fatalf("after a successful retry: %+v", sum)
+	if sum.Status != engine.EndHeld || sum.Cause != engine.CauseRestoreRetry || sum.OutageOpen || !sum.Settled || sum.Exhausted {
+		t.Fatalf("after a successful retry, with every step run: %+v", sum)
 	}
 	restores := attemptsOf(h.records(), "probe.restore")
 	if len(restores) != 3 || restores[2].Status != engine.StatusSucceeded {
@@ -115,12 +115,19 @@ step "probe" "restore" {
 		t.Fatal("the successful retry must close the outage")
 	}
 
-	// The held campaign continues where it stopped: nothing had failed but the
-	// restore, so only "later"... no: block and later ran in the first apply.
+	// Every step had run in the first apply and nothing had failed but the
+	// restore: applying again completes the campaign and runs no step, the
+	// restore neither (the retry restored the incumbent).
 	h.probe.order = nil
 	sum, err = h.apply(context.Background(), h.load(src))
 	if err != nil || sum.Status != engine.EndCompleted {
 		t.Fatalf("the continued campaign: %+v %v", sum, err)
+	}
+	if ran := h.probe.ran(); len(ran) > 0 {
+		t.Fatalf("applying a campaign with nothing left to run ran %v", ran)
+	}
+	if n := len(attemptsOf(h.records(), "probe.restore")); n != 3 {
+		t.Fatalf("%d restore attempts, want the 3 before", n)
 	}
 }
 
@@ -422,8 +429,10 @@ step "probe" "restore" {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff([]string{"probe.restore"}, h.probe.ran()); diff != "" {
-					t.Fatalf("continue ran (-want +got):\n%s", diff)
+				// Nothing is left that could run: no step runs, the restore neither
+				// (the apply that held the campaign restored the incumbent).
+				if ran := h.probe.ran(); len(ran) > 0 {
+					t.Fatalf("continue ran %v, want nothing", ran)
 				}
 				if len(attemptsOf(h.records(), "probe.block")) != 1 || h.finals()["probe.after"].Status != engine.StatusBlocked {
 					t.Fatal("the interrupted block must not be re-sent, and what needs it stays blocked")
@@ -739,6 +748,9 @@ step "probe" "restore" { always = true }
 	}
 	if sum.Status != engine.EndHeld || !sum.Exhausted || !strings.Contains(sum.Reason, "nothing left can run, but probe.deploy failed (health)") {
 		t.Fatalf("a continued apply with nothing left must stay held, naming the failure: %+v", sum)
+	}
+	if n := len(attemptsOf(h.records(), "probe.restore")); n != 1 {
+		t.Fatalf("the restore ran %d times; with nothing left to run, applying again must not run it", n)
 	}
 	if _, err := engine.Close(h.state, "deploy broken; reviewed", h.clock); err != nil {
 		t.Fatal(err)

@@ -25,10 +25,14 @@ import (
 //   - on a held campaign, it runs what is left in a new outage window, re-running
 //     the deploys the restore undid.
 //
-// The always-steps are armed again in every apply.
+// The always-steps are armed again in every apply that runs a step: a held
+// campaign with nothing left to run runs none, its restore included (the apply
+// that held it restored the incumbent).
 func (r *run) recover(prev Lifecycle) {
+	last := map[string]*Record{}
 	for _, inst := range r.plan.Instances {
 		if inst.Meta.Always {
+			last[inst.Addr] = r.terminal[inst.Addr]
 			delete(r.terminal, inst.Addr)
 		}
 	}
@@ -42,7 +46,15 @@ func (r *run) recover(prev Lifecycle) {
 	case LifecycleRunning:
 		r.recoverCrash()
 	case LifecycleHeld:
-		r.continueHeld()
+		if r.continueHeld() == 0 {
+			for addr, rec := range last {
+				if rec != nil {
+					r.terminal[addr] = rec
+				} else {
+					r.parked[addr] = true
+				}
+			}
+		}
 	}
 }
 
@@ -341,7 +353,8 @@ func (r *run) refresh() error {
 // back by the stop, deferred for the budget, or interrupted and safe to re-run.
 // The restore at the end of the last apply undid what the deploys had put in
 // place, so the nearest deploy (any Refresher) above each remaining step runs again.
-func (r *run) continueHeld() {
+// It returns how many steps are left to run.
+func (r *run) continueHeld() int {
 	var again, fresh []string
 	for _, inst := range r.plan.Instances {
 		rec := r.terminal[inst.Addr]
@@ -403,8 +416,12 @@ func (r *run) continueHeld() {
 		})
 		msg += fmt.Sprintf(", after running again %s, which the restore undid", strings.Join(names, ", "))
 	}
+	if len(again)+len(fresh) == 0 {
+		msg += "; no step runs, the restore neither: the apply that held the campaign restored the incumbent"
+	}
 	r.append(Record{Kind: KindRecovery, Message: msg})
 	r.event(Event{Kind: "note", Message: msg})
+	return len(again) + len(fresh)
 }
 
 // placedBy finds the step that last put in place what inst runs against

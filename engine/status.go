@@ -33,9 +33,11 @@ type StateStatus struct {
 	Ended        string `json:"ended,omitempty"`
 	EndReason    string `json:"end_reason,omitempty"`
 	// Exhausted: the campaign is held with nothing left that applying again could run.
-	Exhausted bool         `json:"exhausted,omitempty"`
-	Running   []string     `json:"running_or_crashed,omitempty"`
-	Steps     []StepStatus `json:"steps"`
+	Exhausted bool `json:"exhausted,omitempty"`
+	// Settled: the campaign is held with every step run; applying again completes it.
+	Settled bool         `json:"settled,omitempty"`
+	Running []string     `json:"running_or_crashed,omitempty"`
+	Steps   []StepStatus `json:"steps"`
 }
 
 // ReadStatus reads a state directory's journal into a status summary.
@@ -59,6 +61,7 @@ func ReadStatus(stateDir string) (*StateStatus, error) {
 	}
 	if st.ended != nil && st.lifecycle != LifecycleRunning {
 		out.Ended, out.EndReason, out.Cause, out.Exhausted = string(st.ended.Status), st.ended.Message, st.ended.Cause, st.ended.Exhausted
+		out.Settled = st.ended.Settled
 		if st.ended.Kind == KindCampaignClosed {
 			out.Ended, out.EndReason = "closed", st.ended.Reason
 		}

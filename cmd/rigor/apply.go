@@ -123,9 +123,12 @@ func renderApply(g *globals, name, campaign, state string, hasOutage bool, sum *
 		if hasOutage {
 			window = " (in a new outage window)"
 		}
-		if sum.Exhausted {
+		switch {
+		case sum.Exhausted:
 			fmt.Fprintf(w, "held: %snothing is left that applying again could run; after review, `rigor close --state %s --reason \"...\"` closes the campaign\n", restored, state)
-		} else {
+		case sum.Settled:
+			fmt.Fprintf(w, "held: %severy step has run; applying again completes the campaign without running a step, `rigor close --state %s --reason \"...\"` closes it instead\n", restored, state)
+		default:
 			fmt.Fprintf(w, "held: %sapplying again continues with what has not run%s, `rigor close --state %s --reason \"...\"` closes the campaign for good\n", restored, window, state)
 		}
 	case engine.EndRestoreFailed:

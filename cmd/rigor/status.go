@@ -51,9 +51,12 @@ func newStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, red("the next `rigor plan apply` on this state retries the restore before anything else"))
 			case engine.LifecycleHeld:
 				fmt.Fprintf(g.stdout, "CAMPAIGN HELD (%s): %s\n", st.Cause, st.EndReason)
-				if st.Exhausted {
+				switch {
+				case st.Exhausted:
 					fmt.Fprintf(g.stdout, "nothing is left that applying again could run; after review, `rigor close --state %s --reason \"...\"` closes the campaign\n", state)
-				} else {
+				case st.Settled:
+					fmt.Fprintf(g.stdout, "every step has run: applying again completes the campaign without running a step, or `rigor close --state %s --reason \"...\"`\n", state)
+				default:
 					fmt.Fprintf(g.stdout, "apply again to continue with what has not run, or `rigor close --state %s --reason \"...\"`\n", state)
 				}
 			case engine.LifecycleClosed:
