@@ -11,8 +11,9 @@ import (
 // MaxNesting is how deeply a campaign file, a --var-file or a --var value may nest.
 // Each open bracket, brace, parenthesis, string, heredoc, template interpolation
 // (${ or %{) and template if/for directive counts one level, and so does each
-// operator (+, -, !, ?, ==, && ...) of the expression being read at that level,
-// because HCL's parser and evaluator recurse once per operator as well. A campaign
+// operator (+, -, !, ?, ==, && ...) and splat ([*] or .*) of the expression being
+// read at that level, because HCL's parser and evaluator recurse once per
+// operator and splat as well. A campaign
 // nests a handful of levels; without a bound, 100,000 nested parentheses (a 200 KB
 // file) exhaust the goroutine stack, which Go ends with a fatal error that no
 // recover can catch.
@@ -73,6 +74,12 @@ func checkNesting(toks hclsyntax.Tokens) *hcl.Diagnostic {
 			if len(stack) > 1 && (top.open == want || tok.Type == hclsyntax.TokenTemplateSeqEnd && top.open == hclsyntax.TokenTemplateControl) {
 				depth -= 1 + top.ops + top.directives
 				stack = stack[:len(stack)-1]
+				if tok.Type == hclsyntax.TokenCBrack && i >= 2 && toks[i-1].Type == hclsyntax.TokenStar && toks[i-2].Type == hclsyntax.TokenOBrack {
+					// A full splat [*]: the parser recurses once for what follows
+					// it, as for an attribute splat's .* (an operator here).
+					stack[len(stack)-1].ops++
+					depth++
+				}
 			}
 		case hclsyntax.TokenComma:
 			depth -= top.ops

@@ -31,6 +31,9 @@ func deepSources(n int) map[string]string {
 		"conditionals":   "x = " + r("true ? 1 : ", n) + "2\n",
 		"operators":      "x = 1" + r(" + 1", n) + "\n",
 		"heredocs":       "x = " + r("<<EOT\n${", n) + "1" + r("}\nEOT\n", n),
+		"splats":         "x = [1]" + r("[*]", n) + "\n",
+		"attr splats":    "x = a" + r(".*", n) + "\n",
+		"mixed splats":   "x = a" + r("[*].b", n) + "\n",
 	}
 }
 
