@@ -75,6 +75,7 @@ func (p *Plan) validateOutage() hcl.Diagnostics {
 	if o == nil {
 		return diags
 	}
+	diags = append(diags, p.checkStepsFit(o)...)
 	if ab := p.AlwaysBound(); ab > o.Reserve {
 		var parts []string
 		var first *Instance
@@ -93,6 +94,31 @@ func (p *Plan) validateOutage() hcl.Diagnostics {
 		}
 		diags = append(diags, errorAt(first.DeclRange, "Restore bound exceeds the reserve",
 			"The always-steps may take %s together (%s) but the outage reserve is %s: a restore that used its bound would overrun the budget. Lower their timeout or raise the reserve.", ab, strings.Join(parts, ", "), o.Reserve))
+	}
+	return diags
+}
+
+// checkStepsFit refuses a step certain to run inside the outage (the step that
+// opens it, and what waits on that step) whose bound alone does not fit before
+// the reserve: the engine would defer it at every apply, each saying "apply
+// again".
+func (p *Plan) checkStepsFit(o *Outage) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	left := o.Budget - StartReserve(o.Reserve, p.AlwaysBound())
+	inside := map[string]bool{}
+	for _, inst := range p.Instances { // run order: a dependency comes first
+		if inst.Meta.Always {
+			continue
+		}
+		if inst.Meta.Outage != "begin" && firstIn(inst.DependsOn, inside) == "" {
+			continue
+		}
+		inside[inst.Addr] = true
+		if b := p.Bound(inst); b > left {
+			diags = append(diags, errorAt(inst.DeclRange, "Step does not fit in the outage",
+				"%s runs inside the outage and may take %s (its hard bound), but the budget %s less the reserve %s leaves %s: the engine would defer it at every apply. Lower its timeout or raise the budget.",
+				inst.Addr, b, o.Budget, StartReserve(o.Reserve, p.AlwaysBound()), left))
+		}
 	}
 	return diags
 }
