@@ -151,8 +151,10 @@ type run struct {
 	// apply leaves alone, and always-steps an apply did not need.
 	parked  map[string]bool
 	running map[string]*plans.Instance
-	results chan runResult
-	ctx     context.Context
+	// waitNoted: the steps that said once why they wait to open the outage.
+	waitNoted map[string]bool
+	results   chan runResult
+	ctx       context.Context
 
 	evalCtx     *hcl.EvalContext
 	evalDirty   bool
@@ -262,7 +264,7 @@ func Apply(ctx context.Context, plan *plans.Plan, reg Registry, opts Options) (*
 	r := &run{
 		plan: plan, reg: reg, opts: opts, j: j, st: st, ctx: ctx,
 		outputs: plans.Outputs{}, terminal: map[string]*Record{}, parked: map[string]bool{},
-		running: map[string]*plans.Instance{}, results: make(chan runResult, len(plan.Instances)+1), evalDirty: true,
+		running: map[string]*plans.Instance{}, waitNoted: map[string]bool{}, results: make(chan runResult, len(plan.Instances)+1), evalDirty: true,
 		outageOpen: st.outageOpen, outageBegin: st.outageBegin, window: st.window, pinned: st.pinned,
 		armStopped: map[string]string{}, armClass: map[string]FailureClass{}, windows: newWindows(plan),
 	}

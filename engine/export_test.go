@@ -17,3 +17,10 @@ type syncFailing struct {
 }
 
 func (s syncFailing) Sync() error { return s.err }
+
+// SetHashedHook makes f run after each step's inputs are hashed, until the
+// returned function is called.
+func SetHashedHook(f func(addr string)) (reset func()) {
+	testHookHashed = f
+	return func() { testHookHashed = nil }
+}

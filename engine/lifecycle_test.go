@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rigor-bench/rigor/engine"
@@ -229,6 +231,105 @@ step "world" "restore" {
 	// The deploy the restore undid ran again before the deferred step's turn.
 	if got := h.probe.ran(); len(got) < 1 || got[0] != "world.candidate" {
 		t.Fatalf("the continued campaign must redeploy first, ran %v", got)
+	}
+}
+
+// Hashing a step's inputs (a frozen file of gigabytes) takes time from an open
+// outage: a step whose bound no longer fits once they are hashed is deferred,
+// never started with less than its bound left before the reserve.
+func TestBoundIsCheckedAfterHashing(t *testing.T) {
+	h := newHarness(t)
+	defer engine.SetHashedHook(func(addr string) {
+		if addr == "probe.b" {
+			h.clock.Advance(60 * time.Minute)
+		}
+	})()
+	src := header + `
+step "probe" "open" { outage = "begin" }
+step "probe" "b" {
+  timeout    = "30m"
+  depends_on = [step.probe.open]
+}
+step "probe" "restore" {
+  always = true
+  outage = "end"
+}
+`
+	sum, err := h.apply(context.Background(), h.load(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := h.finals()["probe.b"]
+	if b.Status != engine.StatusDeferred || !strings.Contains(b.Message, "needs up to 30m0s but only 10m0s remain") {
+		t.Fatalf("probe.b: %s %q, want deferred with 10m left after hashing", b.Status, b.Message)
+	}
+	if slices.Contains(h.probe.ran(), "probe.b") || len(attemptsOf(h.records(), "probe.b")) != 0 {
+		t.Fatal("probe.b started although its bound no longer fitted")
+	}
+	if sum.Status != engine.EndHeld || sum.Cause != engine.CauseDeferred {
+		t.Fatalf("summary %+v", sum)
+	}
+}
+
+// A step started before the outage that may run past the time a new window
+// leaves before its reserve keeps the outage from opening until it ends: the
+// restore waits for every step, so the outage would overrun its budget. One that
+// fits runs beside the window.
+func TestOutageWaitsForALongStepStartedBefore(t *testing.T) {
+	for name, tc := range map[string]struct {
+		bound string
+		waits bool
+	}{
+		"past the reserve":  {bound: "80m", waits: true},
+		"within the window": {bound: "60m", waits: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			src := header + `
+step "probe" "pre" {
+  timeout = "` + tc.bound + `"
+  sleep   = "300ms"
+  uses    = ["p"]
+}
+step "probe" "open" {
+  outage = "begin"
+  uses   = ["o"]
+}
+step "probe" "in" {
+  depends_on = [step.probe.open]
+  uses       = ["o"]
+}
+step "probe" "restore" {
+  always = true
+  outage = "end"
+}
+`
+			var notes []string
+			sum, err := engine.Apply(context.Background(), h.load(src), h.reg, engine.Options{StateDir: h.state, Clock: h.clock,
+				Observe: func(e engine.Event) {
+					if e.Kind == "note" && e.Addr == "probe.open" {
+						notes = append(notes, e.Message)
+					}
+				}})
+			if err != nil || sum.Status != engine.EndCompleted {
+				t.Fatalf("%+v %v", sum, err)
+			}
+			preEnd, openStart := -1, -1
+			for i, r := range h.records() {
+				switch {
+				case r.Kind == engine.KindStepEnd && r.Step == "probe.pre":
+					preEnd = i
+				case r.Kind == engine.KindStepStart && r.Step == "probe.open":
+					openStart = i
+				}
+			}
+			if waited := openStart > preEnd; waited != tc.waits {
+				t.Fatalf("probe.open started at record %d, probe.pre ended at %d: waited %v, want %v", openStart, preEnd, waited, tc.waits)
+			}
+			if tc.waits && (len(notes) != 1 || !strings.Contains(notes[0], "waits to open the outage until probe.pre (it may run 1h20m0s more) ends")) {
+				t.Fatalf("want one note saying why probe.open waits, got %q", notes)
+			}
+		})
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -190,6 +192,19 @@ func (r *run) schedule() error {
 		if (r.countedRunning() >= r.opts.Parallelism && inst.Meta.During == "") || clashes(inst, claimed) {
 			claimed = append(claimed, claimOf(inst))
 			continue
+		}
+		if r.opensOutage(inst) {
+			if long := r.runningPastReserve(); long != "" {
+				// It waits: the restore runs only once every step has ended, so a
+				// step started before the outage that may run past the reserve
+				// would make the outage overrun its budget.
+				if !r.waitNoted[inst.Addr] {
+					r.waitNoted[inst.Addr] = true
+					r.event(Event{Kind: "note", Addr: inst.Addr, Message: "waits to open the outage until " + long + " ends: it may run past the time the reserve leaves, and the restore waits for it"})
+				}
+				claimed = append(claimed, claimOf(inst))
+				continue
+			}
 		}
 		if !inst.Meta.Always && r.opts.Gate != nil {
 			if why := r.opts.Gate(inst, r.settled); why != "" {
@@ -389,6 +404,55 @@ func (r *run) settle(inst *plans.Instance, rec Record) {
 	r.event(Event{Kind: "step_end", Addr: inst.Addr, Status: rec.Status, Class: rec.Class, Message: rec.Message, Always: inst.Meta.Always})
 }
 
+// opensOutage reports whether inst would open an outage window if it started now.
+func (r *run) opensOutage(inst *plans.Instance) bool {
+	return !inst.Meta.Always && r.plan.Campaign.Outage != nil && !r.outageView().Open &&
+		(inst.Meta.Outage == "begin" || r.reopen)
+}
+
+// runningPastReserve names a running step that may still run longer than a new
+// outage window leaves before its reserve (its bound from its start), or "".
+func (r *run) runningPastReserve() string {
+	view := r.outageView()
+	view.Elapsed = 0
+	now := r.opts.Clock.Now()
+	for _, addr := range slices.Sorted(maps.Keys(r.running)) {
+		inst := r.running[addr]
+		h := r.st.steps[addr]
+		if inst.Meta.Always || h == nil || len(h.attempts) == 0 {
+			continue
+		}
+		started := h.attempts[len(h.attempts)-1].start.Time
+		if left := started.Add(r.plan.Bound(inst)).Sub(now); left > view.Available() {
+			return fmt.Sprintf("%s (it may run %s more)", addr, left.Truncate(time.Second))
+		}
+	}
+	return ""
+}
+
+// testHookHashed, set by tests, runs after a step's inputs are hashed.
+var testHookHashed func(addr string)
+
+// deferForBudget settles inst as deferred when it would run inside the outage (open,
+// or opened by inst) and its bound does not fit before the reserve.
+func (r *run) deferForBudget(inst *plans.Instance, timeout time.Duration, opens bool) bool {
+	if inst.Meta.Always || r.plan.Campaign.Outage == nil || !r.outageView().Open && !opens {
+		return false
+	}
+	view := r.outageView()
+	if opens {
+		view.Elapsed = 0
+	}
+	if timeout <= view.Available() {
+		return false
+	}
+	r.deferred = true
+	msg := fmt.Sprintf("deferred: %s needs up to %s but only %s remain before the %s kept for restore", inst.Addr, timeout, max(0, view.Available()).Truncate(time.Second), view.Reserve)
+	r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusDeferred, Class: ClassOutageBudget, Message: msg,
+		ElapsedS: view.Elapsed.Seconds(), BudgetS: view.Budget.Seconds(), ReserveS: view.Reserve.Seconds()})
+	return true
+}
+
 // start begins one attempt. It returns false when the step was settled without
 // running (deferred for the outage budget, or failed before it could start).
 func (r *run) start(inst *plans.Instance) bool {
@@ -399,18 +463,8 @@ func (r *run) start(inst *plans.Instance) bool {
 	}
 	timeout := r.plan.Bound(inst)
 	opens := (inst.Meta.Outage == "begin" || r.reopen && !inst.Meta.Always) && !r.outageView().Open
-	if !inst.Meta.Always && (r.outageView().Open || opens) && r.plan.Campaign.Outage != nil {
-		view := r.outageView()
-		if opens {
-			view.Elapsed = 0
-		}
-		if timeout > view.Available() {
-			r.deferred = true
-			msg := fmt.Sprintf("deferred: %s needs up to %s but only %s remain before the %s kept for restore", inst.Addr, timeout, max(0, view.Available()).Truncate(time.Second), view.Reserve)
-			r.settle(inst, Record{Kind: KindStepEnd, Step: inst.Addr, Status: StatusDeferred, Class: ClassOutageBudget, Message: msg,
-				ElapsedS: view.Elapsed.Seconds(), BudgetS: view.Budget.Seconds(), ReserveS: view.Reserve.Seconds()})
-			return false
-		}
+	if r.deferForBudget(inst, timeout, opens) {
+		return false
 	}
 	h := r.st.steps[inst.Addr]
 	if h == nil {
@@ -449,6 +503,13 @@ func (r *run) start(inst *plans.Instance) bool {
 			case <-r.ctxDone():
 				// The hashes are abandoned, never read: the goroutine finishes alone.
 				r.noteInterrupt()
+				return false
+			}
+			if testHookHashed != nil {
+				testHookHashed(inst.Addr)
+			}
+			// Hashing took time from an open outage too: the bound must still fit.
+			if !opens && r.deferForBudget(inst, timeout, false) {
 				return false
 			}
 		}
