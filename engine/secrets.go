@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"encoding/json"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -54,7 +52,7 @@ func (r *Redactor) Add(secrets ...string) {
 		seen[n] = true
 	}
 	for _, s := range secrets {
-		for _, form := range secretForms(s) {
+		for _, form := range plans.SecretForms(s) {
 			if form != "" && !seen[form] {
 				seen[form] = true
 				r.needles = append(r.needles, form)
@@ -67,22 +65,6 @@ func (r *Redactor) Add(secrets ...string) {
 		}
 		return r.needles[i] < r.needles[j]
 	})
-}
-
-// secretForms is s as it may appear in a log line.
-func secretForms(s string) []string {
-	forms := []string{s}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	forms = append(forms, strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(b.String(), `"`), "\n"), `"`))
-	if j, err := json.Marshal(s); err == nil {
-		forms = append(forms, strings.TrimSuffix(strings.TrimPrefix(string(j), `"`), `"`))
-	}
-	q := strconv.Quote(s)
-	forms = append(forms, q[1:len(q)-1])
-	return forms
 }
 
 // String returns s with every secret replaced.

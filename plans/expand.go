@@ -281,7 +281,7 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		if keyed {
 			ictx = withEach(ctx0, key, each)
 		}
-		meta, md := decodeMeta(s.MetaAttrs, ictx, p.ev.vocab.Enums[EnumFailureClass])
+		meta, md := decodeMeta(s.MetaAttrs, ictx, p.ev.vocab.Enums[EnumFailureClass], p.hasSensitiveVariables())
 		diags = append(diags, md...)
 		meta.ConditionText = p.exprText(meta.Condition)
 		inst.Meta = meta
@@ -562,7 +562,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			metaAttrs[n] = a
 		}
 	}
-	meta, md := decodeMeta(metaAttrs, ctx0, p.ev.vocab.Enums[EnumFailureClass])
+	meta, md := decodeMeta(metaAttrs, ctx0, p.ev.vocab.Enums[EnumFailureClass], p.hasSensitiveVariables())
 	diags = append(diags, md...)
 	meta.ConditionText = p.exprText(meta.Condition)
 	if diags.HasErrors() {

@@ -125,6 +125,7 @@ func Load(path string, opts Options) (*Plan, *hclparse.Parser, hcl.Diagnostics) 
 		return nil, parser, diags
 	}
 	diags = append(diags, p.decode(bodies, opts)...)
+	redactDiagnostics(diags, p.Secrets())
 	if diags.HasErrors() {
 		return nil, parser, diags
 	}

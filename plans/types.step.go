@@ -2,6 +2,7 @@ package plans
 
 import (
 	"fmt"
+	"maps"
 	"math/big"
 	"strings"
 	"time"
@@ -236,9 +237,12 @@ func decodeOnFailureByClass(a *hcl.Attribute, ctx *hcl.EvalContext, classes []st
 // decodeMeta evaluates the meta-arguments of one instance. They must be known at
 // plan time: the schedule cannot depend on what a step will produce. classes are
 // the failure classes on_failure may name (EnumFailureClass).
-func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext, classes []string) (Meta, hcl.Diagnostics) {
+func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext, classes []string, secrets bool) (Meta, hcl.Diagnostics) {
 	var m Meta
 	var diags hcl.Diagnostics
+	if secrets {
+		attrs, diags = refuseSensitiveMeta(attrs, ctx)
+	}
 	str := func(name string) (string, bool) {
 		a, ok := attrs[name]
 		if !ok {
@@ -341,6 +345,37 @@ func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext, classes []string) (M
 		m.Uses, diags = stringList(a, ctx, diags)
 	}
 	return m, diags
+}
+
+// publicMeta are the meta-arguments the plan shows as they are (plan show,
+// plan.json) and diagnostics quote: they cannot hold a secret. for_each may (its
+// values reach a step through each.value; its keys are refused elsewhere), and so
+// may depends_on and condition, which name steps.
+var publicMeta = []string{metaTimeout, metaUses, metaAlways, metaPhase, metaOnFailure, metaOutage, metaRerunSafe,
+	metaDuring, metaStartAfter, metaStartAfterRequests, metaCount, metaSequential}
+
+// refuseSensitiveMeta refuses each public meta-argument built from a sensitive
+// value and returns attrs without them, so that nothing decodes, prints or
+// schedules by the secret.
+func refuseSensitiveMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (hcl.Attributes, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	out := attrs
+	for _, name := range publicMeta {
+		a, ok := attrs[name]
+		if !ok {
+			continue
+		}
+		if v, d := a.Expr.Value(ctx); d.HasErrors() || !hasSensitive(v) {
+			continue
+		}
+		if len(diags) == 0 {
+			out = maps.Clone(attrs)
+		}
+		delete(out, name)
+		diags = append(diags, errorAt(a.Expr.Range(), "Sensitive value in a public argument",
+			"%s is built from a sensitive value. A step's %s is shown as it is in the plan (plan show, plan.json), so it cannot hold a secret.", name, name))
+	}
+	return out, diags
 }
 
 func stringList(a *hcl.Attribute, ctx *hcl.EvalContext, diags hcl.Diagnostics) ([]string, hcl.Diagnostics) {

@@ -3,6 +3,7 @@ package plans
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -159,8 +160,12 @@ func parseRawVariable(v *Variable, raw, where string) (cty.Value, hcl.Diagnostic
 	// a parser's own errors (a bare word read as a reference, "Variables not
 	// allowed" at line 1 of no file) would only restate this one less clearly.
 	bad := func(why string) (cty.Value, hcl.Diagnostics) {
+		shown := strconv.Quote(shorten(raw))
+		if v.Sensitive {
+			shown = "its value " + SensitiveText
+		}
 		return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
-			Detail: fmt.Sprintf("%s: variable %q is a %s; %q %s.", where, v.Name, typeexpr.TypeString(v.Type), shorten(raw), why)}}
+			Detail: fmt.Sprintf("%s: variable %q is a %s; %s %s.", where, v.Name, typeexpr.TypeString(v.Type), shown, why)}}
 	}
 	expr, diags := parseExpression([]byte(raw), where)
 	if diags.HasErrors() {
