@@ -53,6 +53,11 @@ type Options struct {
 	// next apply asks again. It lets a caller stop at a point the plan does not name
 	// (rigor's --hold-unresolvable stops after the pilot).
 	Gate func(next *plans.Instance, settled func(addr string) bool) string
+	// Redactor, when set, learns each step's secrets before the step starts: the
+	// sensitive strings of its evaluated configuration, those derived from a
+	// sensitive variable (upper(var.key), a URL built around it) included, which
+	// the variables' own values do not cover. The CLI's stderr writes through it.
+	Redactor *Redactor
 }
 
 // Event is one thing worth telling the person at the terminal.

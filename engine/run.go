@@ -628,6 +628,9 @@ func (r *run) start(inst *plans.Instance) bool {
 		Secrets:   secretsOf(cfg),
 		Rigor:     r.opts.Rigor,
 	}
+	if r.opts.Redactor != nil {
+		r.opts.Redactor.Add(sc.Secrets...)
+	}
 	r.running[inst.Addr] = inst
 	r.windows.started(inst.Addr, now)
 	done := make(chan Result, 1)

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"strconv"
@@ -97,5 +98,31 @@ func TestRedactorWriterJSONLines(t *testing.T) {
 	}
 	if out.String() != `msg="x (sensitive)"`+"\n" {
 		t.Errorf("console line not redacted: %s", out.String())
+	}
+}
+
+// TestRedactorLearnsDerivedSecrets: a value derived from a sensitive variable
+// (upper(var.key), a URL built around it) is not the variable's value, so a log
+// redactor seeded with the variables misses it; the engine adds each step's
+// sensitive strings to Options.Redactor before the step runs.
+func TestRedactorLearnsDerivedSecrets(t *testing.T) {
+	h := newHarness(t)
+	p := h.load(header + `
+variable "key" {
+  sensitive = true
+  default   = "sk-derived-42"
+}
+step "probe" "a" { value = "http://h/metrics?token=${upper(var.key)}" }
+`)
+	redact := engine.NewRedactor(p.Secrets()...)
+	line := "scrape http://h/metrics?token=SK-DERIVED-42: connection refused"
+	if got := redact.String(line); got != line {
+		t.Fatalf("the variable's value alone already redacts the derived one: %q", got)
+	}
+	if _, err := engine.Apply(context.Background(), p, h.reg, engine.Options{StateDir: h.state, Clock: h.clock, Redactor: redact}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := redact.String(line), "scrape (sensitive): connection refused"; got != want {
+		t.Fatalf("after the step ran: %q, want %q", got, want)
 	}
 }

@@ -50,7 +50,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 			view := newProgressView(g)
 			observe := observer(g, view)
 			sum, err := engine.Apply(ctx, p, steps.Registry(), engine.Options{
-				StateDir: state, Log: g.log, Parallelism: parallelism, Rigor: buildVersion(),
+				StateDir: state, Log: g.log, Parallelism: parallelism, Rigor: buildVersion(), Redactor: g.redact,
 				Observe: func(e engine.Event) {
 					if e.Kind != "progress" {
 						outageOpen.Store(e.Outage.Open)
