@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofrs/flock"
 )
@@ -37,6 +38,12 @@ func AcquireLock(stateDir string) (*Lock, error) {
 	path := filepath.Join(stateDir, lockFile)
 	fl := flock.New(path)
 	ok, err := fl.TryLock()
+	// A status probing the lock (LockHolder) holds it for an instant: try a few
+	// times before calling it another apply's.
+	for tries := 0; err == nil && !ok && tries < 50; tries++ {
+		time.Sleep(10 * time.Millisecond)
+		ok, err = fl.TryLock()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock state directory %s: %w", stateDir, err)
 	}
@@ -54,4 +61,27 @@ func AcquireLock(stateDir string) (*Lock, error) {
 func (l *Lock) Release() error {
 	_ = os.Remove(l.pid)
 	return l.fl.Unlock()
+}
+
+// LockHolder reports whether a rigor process holds the state directory's lock now,
+// and the pid lock.pid names (0 when none). It takes a shared lock for an instant
+// to find out, and never creates the lock file: a state no apply ever locked is
+// not held.
+func LockHolder(stateDir string) (held bool, pid int) {
+	path := filepath.Join(stateDir, lockFile)
+	if _, err := os.Stat(path); err != nil {
+		return false, 0
+	}
+	b, _ := os.ReadFile(path + ".pid")
+	pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	fl := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	ok, err := fl.TryRLock()
+	if err != nil {
+		return false, pid
+	}
+	if ok {
+		_ = fl.Unlock()
+		return false, pid
+	}
+	return true, pid
 }

@@ -35,8 +35,13 @@ type StateStatus struct {
 	// Exhausted: the campaign is held with nothing left that applying again could run.
 	Exhausted bool `json:"exhausted,omitempty"`
 	// Settled: the campaign is held with every step run; applying again completes it.
-	Settled bool         `json:"settled,omitempty"`
-	Running []string     `json:"running_or_crashed,omitempty"`
+	Settled bool     `json:"settled,omitempty"`
+	Running []string `json:"running_or_crashed,omitempty"`
+	// ApplyPID is the rigor process applying now (lifecycle running, lock held).
+	ApplyPID int `json:"apply_pid,omitempty"`
+	// Crashed: the lifecycle is running but no rigor process holds the state: the
+	// last apply died before it ended (the next apply recovers it).
+	Crashed bool         `json:"crashed,omitempty"`
 	Steps   []StepStatus `json:"steps"`
 }
 
@@ -68,6 +73,13 @@ func ReadStatus(stateDir string) (*StateStatus, error) {
 	}
 	for _, a := range st.openRuns {
 		out.Running = append(out.Running, a.start.Step)
+	}
+	if st.lifecycle == LifecycleRunning {
+		if held, pid := LockHolder(stateDir); held {
+			out.ApplyPID = pid
+		} else {
+			out.Crashed = true
+		}
 	}
 	for addr, h := range st.steps {
 		s := StepStatus{Addr: addr, Attempts: len(h.attempts)}

@@ -62,10 +62,15 @@ func newStatusCmd(g *globals) *cobra.Command {
 			case engine.LifecycleClosed:
 				fmt.Fprintln(g.stdout, strings.TrimSpace(fmt.Sprintf("campaign closed (%s) %s", st.Ended, st.EndReason)))
 			case engine.LifecycleRunning:
-				if len(st.Running) > 0 {
-					fmt.Fprintf(g.stdout, "RUNNING OR CRASHED: attempts without an end record: %v; the next apply recovers them\n", st.Running)
-				} else {
-					fmt.Fprintln(g.stdout, "running, or the last apply died between steps; the next apply recovers it")
+				switch {
+				case !st.Crashed && len(st.Running) > 0:
+					fmt.Fprintf(g.stdout, "RUNNING: rigor process %d is applying; attempts under way: %v\n", st.ApplyPID, st.Running)
+				case !st.Crashed:
+					fmt.Fprintf(g.stdout, "RUNNING: rigor process %d is applying, between steps\n", st.ApplyPID)
+				case len(st.Running) > 0:
+					fmt.Fprintln(g.stdout, red(fmt.Sprintf("CRASHED: the last apply died before it ended (no rigor process holds the state); attempts without an end record: %v; the next apply recovers them", st.Running)))
+				default:
+					fmt.Fprintln(g.stdout, red("CRASHED: the last apply died between steps (no rigor process holds the state); the next apply recovers it"))
 				}
 			}
 			switch {
