@@ -274,7 +274,9 @@ func renderValue(key string, v cty.Value) string {
 
 // outageFit applies the engine's start rule to the worst case: every step inside
 // the outage takes its full bound (its timeout, or its step type's default), one
-// after the other. It names the steps the rule would defer.
+// after the other, even steps that may overlap. It names the steps the rule may
+// defer: a list that holds every step the engine could defer, and may hold steps
+// it never does (those that run beside others).
 func outageFit(p *plans.Plan) string {
 	f := p.Forecast()
 	if p.Campaign.Outage == nil {
@@ -289,12 +291,12 @@ func outageFit(p *plans.Plan) string {
 	for _, st := range f.Inside {
 		inside += st.Bound
 	}
-	s += fmt.Sprintf("\n  opened by %s; worst case, every step at its bound (defaults included): %d step(s) inside take %s, then restore %s = %s of %s",
+	s += fmt.Sprintf("\n  opened by %s; worst case, every step at its bound (defaults included) and one after the other: %d step(s) inside take %s, then restore %s = %s of %s",
 		f.Opener, len(f.Inside), inside, f.Always, f.Worst, f.Budget)
 	if len(f.Deferred) == 0 {
 		return s + "\n  fits: every step inside can run to its bound and still leave the reserve"
 	}
-	s += fmt.Sprintf("\n  does not fit: at worst case the engine would defer %d step(s) (a later apply runs them in a new outage window):", len(f.Deferred))
+	s += fmt.Sprintf("\n  may not fit: at worst case, counting the steps inside one after the other (steps that run beside others take less), the engine may defer %d step(s) (a later apply runs them in a new outage window):", len(f.Deferred))
 	for i, d := range f.Deferred {
 		if i == 8 {
 			s += fmt.Sprintf("\n    and %d more", len(f.Deferred)-i)
