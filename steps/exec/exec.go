@@ -128,7 +128,7 @@ func (Step) Run(ctx context.Context, sc *engine.StepContext) engine.Result {
 		// failure of the command.
 		return engine.Result{Status: engine.StatusFailed, Message: fmt.Sprintf("command %q stopped: %v", argv[0], ctx.Err())}
 	case errors.Is(runErr, child.ErrBound):
-		return engine.Failed(engine.ClassTimeout, "command %q did not finish within the step's hard bound: it was killed with everything it started (output kept in stdout.txt and stderr.txt)", argv[0])
+		return engine.Failed(engine.ClassTimeout, "command %q had not finished as the step's hard bound neared: it was killed with everything it started, just before the bound, so that the step returns by it (output kept in stdout.txt and stderr.txt)", argv[0])
 	case errors.As(runErr, &exitErr):
 		code = exitErr.ExitCode()
 	case errors.Is(runErr, osexec.ErrNotFound) || errors.Is(runErr, os.ErrNotExist):

@@ -138,7 +138,7 @@ func TestBoundIsTimeoutInterruptIsNot(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	res := Step{}.Run(ctx, stepContext(t, env))
-	if res.Status != engine.StatusFailed || res.Class != engine.ClassTimeout || !strings.Contains(res.Message, "did not finish within the step's hard bound") {
+	if res.Status != engine.StatusFailed || res.Class != engine.ClassTimeout || !strings.Contains(res.Message, "had not finished as the step's hard bound neared: it was killed with everything it started, just before the bound") {
 		t.Errorf("at the bound: %s (%s): %s; want a timeout failure", res.Status, res.Class, res.Message)
 	}
 	if took := time.Since(start); took > 10*time.Second {
