@@ -72,8 +72,8 @@ func decodeCampaign(b *hcl.Block) (Campaign, hcl.Diagnostics) {
 		}
 		oc, od := ob.Body.Content(outageSchema)
 		diags = append(diags, listValid(od, "outage", schemaNames(outageSchema))...)
-		if oc == nil {
-			continue
+		if oc == nil || oc.Attributes["budget"] == nil || oc.Attributes["reserve"] == nil {
+			continue // a missing budget or reserve is od's diagnostic
 		}
 		o := &Outage{Range: ob.DefRange, budget: oc.Attributes["budget"], reserve: oc.Attributes["reserve"]}
 		// Literals are read now; expressions of variables and locals once those
