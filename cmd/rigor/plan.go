@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 
@@ -42,16 +43,41 @@ func (a *planArgs) load(g *globals, path string) (*plans.Plan, error) {
 	return p, nil
 }
 
+// maxSnippetLine is the longest source line a diagnostic shows: a generated or
+// minified file can hold a line of megabytes, which would bury the message.
+const maxSnippetLine = 400
+
 func writeDiags(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics) {
 	color := isTerminal(w)
 	dw := hcl.NewDiagnosticTextWriter(w, files, 100, color)
+	bare := hcl.NewDiagnosticTextWriter(w, nil, 100, color)
 	for _, d := range diags {
 		// A file:line:col prefix first, so editors and grep can jump to it.
 		if d.Subject != nil {
 			fmt.Fprintf(w, "%s:%d:%d: %s\n", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, d.Summary)
+			if n := lineLength(files, *d.Subject); n > maxSnippetLine {
+				_ = bare.WriteDiagnostic(d)
+				fmt.Fprintf(w, "  (line %d is %d bytes long: its text is not shown)\n\n", d.Subject.Start.Line, n)
+				continue
+			}
 		}
 		_ = dw.WriteDiagnostic(d)
 	}
+}
+
+// lineLength is the length in bytes of the source line r starts on, 0 when the
+// file is not at hand.
+func lineLength(files map[string]*hcl.File, r hcl.Range) int {
+	f := files[r.Filename]
+	if f == nil || r.Start.Byte > len(f.Bytes) {
+		return 0
+	}
+	start := bytes.LastIndexByte(f.Bytes[:r.Start.Byte], '\n') + 1
+	end := bytes.IndexByte(f.Bytes[r.Start.Byte:], '\n')
+	if end < 0 {
+		return len(f.Bytes) - start
+	}
+	return r.Start.Byte + end - start
 }
 
 func newPlanCmd(g *globals) *cobra.Command {
