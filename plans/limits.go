@@ -74,7 +74,7 @@ func checkNesting(toks hclsyntax.Tokens) *hcl.Diagnostic {
 			if len(stack) > 1 && (top.open == want || tok.Type == hclsyntax.TokenTemplateSeqEnd && top.open == hclsyntax.TokenTemplateControl) {
 				depth -= 1 + top.ops + top.directives
 				stack = stack[:len(stack)-1]
-				if tok.Type == hclsyntax.TokenCBrack && i >= 2 && toks[i-1].Type == hclsyntax.TokenStar && toks[i-2].Type == hclsyntax.TokenOBrack {
+				if tok.Type == hclsyntax.TokenCBrack && isFullSplat(toks[:i]) {
 					// A full splat [*]: the parser recurses once for what follows
 					// it, as for an attribute splat's .* (an operator here).
 					stack[len(stack)-1].ops++
@@ -111,6 +111,23 @@ func checkNesting(toks hclsyntax.Tokens) *hcl.Diagnostic {
 		}
 	}
 	return nil
+}
+
+// isFullSplat reports whether before ends with "[" and "*", the opening of a full
+// splat [*] whose "]" comes next, comments and newlines between them skipped as
+// the parser skips them.
+func isFullSplat(before hclsyntax.Tokens) bool {
+	want := []hclsyntax.TokenType{hclsyntax.TokenStar, hclsyntax.TokenOBrack}
+	for i := len(before) - 1; i >= 0 && len(want) > 0; i-- {
+		switch t := before[i].Type; {
+		case t == hclsyntax.TokenComment || t == hclsyntax.TokenNewline:
+		case t == want[0]:
+			want = want[1:]
+		default:
+			return false
+		}
+	}
+	return len(want) == 0
 }
 
 // CheckNesting lexes an HCL file as hclsyntax does and reports nesting deeper than

@@ -19,21 +19,22 @@ import (
 func deepSources(n int) map[string]string {
 	r := strings.Repeat
 	return map[string]string{
-		"parentheses":    "x = " + r("(", n) + "1" + r(")", n) + "\n",
-		"brackets":       "x = " + r("[", n) + r("]", n) + "\n",
-		"objects":        "x = " + r("{a=", n) + "1" + r("}", n) + "\n",
-		"blocks":         r("a {\n", n) + r("}\n", n),
-		"calls":          "x = " + r("f(", n) + "1" + r(")", n) + "\n",
-		"interpolations": "x = " + r(`"${`, n) + "1" + r(`}"`, n) + "\n",
-		"directives":     "x = \"" + r("%{if true}", n) + "a" + r("%{endif}", n) + "\"\n",
-		"stripped":       "x = \"" + r("%{~ for i in [1] ~}", n) + "a" + r("%{~ endfor ~}", n) + "\"\n",
-		"negations":      "x = " + r("!", n) + "true\n",
-		"conditionals":   "x = " + r("true ? 1 : ", n) + "2\n",
-		"operators":      "x = 1" + r(" + 1", n) + "\n",
-		"heredocs":       "x = " + r("<<EOT\n${", n) + "1" + r("}\nEOT\n", n),
-		"splats":         "x = [1]" + r("[*]", n) + "\n",
-		"attr splats":    "x = a" + r(".*", n) + "\n",
-		"mixed splats":   "x = a" + r("[*].b", n) + "\n",
+		"parentheses":      "x = " + r("(", n) + "1" + r(")", n) + "\n",
+		"brackets":         "x = " + r("[", n) + r("]", n) + "\n",
+		"objects":          "x = " + r("{a=", n) + "1" + r("}", n) + "\n",
+		"blocks":           r("a {\n", n) + r("}\n", n),
+		"calls":            "x = " + r("f(", n) + "1" + r(")", n) + "\n",
+		"interpolations":   "x = " + r(`"${`, n) + "1" + r(`}"`, n) + "\n",
+		"directives":       "x = \"" + r("%{if true}", n) + "a" + r("%{endif}", n) + "\"\n",
+		"stripped":         "x = \"" + r("%{~ for i in [1] ~}", n) + "a" + r("%{~ endfor ~}", n) + "\"\n",
+		"negations":        "x = " + r("!", n) + "true\n",
+		"conditionals":     "x = " + r("true ? 1 : ", n) + "2\n",
+		"operators":        "x = 1" + r(" + 1", n) + "\n",
+		"heredocs":         "x = " + r("<<EOT\n${", n) + "1" + r("}\nEOT\n", n),
+		"splats":           "x = [1]" + r("[*]", n) + "\n",
+		"attr splats":      "x = a" + r(".*", n) + "\n",
+		"mixed splats":     "x = a" + r("[*].b", n) + "\n",
+		"commented splats": "x = [1]" + r("[/**/*]", n/2) + r("[*/**/]", n/2) + "\n",
 	}
 }
 
