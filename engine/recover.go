@@ -46,15 +46,7 @@ func (r *run) recover(prev Lifecycle) {
 	case LifecycleRunning:
 		r.recoverCrash()
 	case LifecycleHeld:
-		if r.continueHeld() == 0 {
-			for addr, rec := range last {
-				if rec != nil {
-					r.terminal[addr] = rec
-				} else {
-					r.parked[addr] = true
-				}
-			}
-		}
+		r.continueHeld(last)
 	}
 }
 
@@ -353,8 +345,10 @@ func (r *run) refresh() error {
 // back by the stop, deferred for the budget, or interrupted and safe to re-run.
 // The restore at the end of the last apply undid what the deploys had put in
 // place, so the nearest deploy (any Refresher) above each remaining step runs again.
-// It returns how many steps are left to run.
-func (r *run) continueHeld() int {
+// With nothing left to run, the always-steps keep the records last holds (the
+// restore that held the campaign brought the incumbent back); one that has never
+// run (added by an amendment) runs now.
+func (r *run) continueHeld(last map[string]*Record) {
 	var again, fresh []string
 	for _, inst := range r.plan.Instances {
 		rec := r.terminal[inst.Addr]
@@ -417,11 +411,22 @@ func (r *run) continueHeld() int {
 		msg += fmt.Sprintf(", after running again %s, which the restore undid", strings.Join(names, ", "))
 	}
 	if len(again)+len(fresh) == 0 {
-		msg += "; no step runs, the restore neither: the apply that held the campaign restored the incumbent"
+		var never []string
+		for _, inst := range r.plan.Instances {
+			if rec, ok := last[inst.Addr]; ok && rec != nil {
+				r.terminal[inst.Addr] = rec
+			} else if ok {
+				never = append(never, inst.Addr)
+			}
+		}
+		if len(never) == 0 {
+			msg += "; no step runs, the restore neither: the apply that held the campaign restored the incumbent"
+		} else {
+			msg += "; of the always-steps only " + strings.Join(never, ", ") + " runs, which never ran (added by an amendment): the apply that held the campaign restored the incumbent"
+		}
 	}
 	r.append(Record{Kind: KindRecovery, Message: msg})
 	r.event(Event{Kind: "note", Message: msg})
-	return len(again) + len(fresh)
 }
 
 // placedBy finds the step that last put in place what inst runs against
