@@ -30,7 +30,8 @@ func (e *ErrLocked) Error() string {
 	return fmt.Sprintf("state directory %s is in use by another rigor process", e.Dir)
 }
 
-// AcquireLock takes the state directory's lock without waiting.
+// AcquireLock takes the state directory's lock, waiting at most half a second (a
+// status probing it holds it for an instant), never for another apply.
 func AcquireLock(stateDir string) (*Lock, error) {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)

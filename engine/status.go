@@ -37,7 +37,8 @@ type StateStatus struct {
 	// Settled: the campaign is held with every step run; applying again completes it.
 	Settled bool     `json:"settled,omitempty"`
 	Running []string `json:"running_or_crashed,omitempty"`
-	// ApplyPID is the rigor process applying now (lifecycle running, lock held).
+	// ApplyPID is the rigor process holding the state now (lifecycle running, lock
+	// held; 0 while it has not yet written lock.pid).
 	ApplyPID int `json:"apply_pid,omitempty"`
 	// Crashed: the lifecycle is running but no rigor process holds the state: the
 	// last apply died before it ended (the next apply recovers it).
@@ -50,6 +51,9 @@ func ReadStatus(stateDir string) (*StateStatus, error) {
 	if err := CheckState(stateDir); err != nil {
 		return nil, err
 	}
+	// The lock is probed before and after the journal is read: an apply that ended
+	// or began in between is not taken for a crash.
+	heldBefore, _ := LockHolder(stateDir)
 	recs, last, err := ReadJournal(filepath.Join(stateDir, JournalFile))
 	if err != nil {
 		return nil, err
@@ -75,10 +79,10 @@ func ReadStatus(stateDir string) (*StateStatus, error) {
 		out.Running = append(out.Running, a.start.Step)
 	}
 	if st.lifecycle == LifecycleRunning {
-		if held, pid := LockHolder(stateDir); held {
+		heldAfter, pid := LockHolder(stateDir)
+		out.Crashed = !heldBefore && !heldAfter
+		if heldAfter {
 			out.ApplyPID = pid
-		} else {
-			out.Crashed = true
 		}
 	}
 	for addr, h := range st.steps {

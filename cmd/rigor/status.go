@@ -64,9 +64,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			case engine.LifecycleRunning:
 				switch {
 				case !st.Crashed && len(st.Running) > 0:
-					fmt.Fprintf(g.stdout, "RUNNING: rigor process %d is applying; attempts under way: %v\n", st.ApplyPID, st.Running)
+					fmt.Fprintf(g.stdout, "RUNNING: %s holds the state; attempts under way: %v\n", holder(st.ApplyPID), st.Running)
 				case !st.Crashed:
-					fmt.Fprintf(g.stdout, "RUNNING: rigor process %d is applying, between steps\n", st.ApplyPID)
+					fmt.Fprintf(g.stdout, "RUNNING: %s holds the state, between steps\n", holder(st.ApplyPID))
 				case len(st.Running) > 0:
 					fmt.Fprintln(g.stdout, red(fmt.Sprintf("CRASHED: the last apply died before it ended (no rigor process holds the state); attempts without an end record: %v; the next apply recovers them", st.Running)))
 				default:
@@ -117,4 +117,12 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
+}
+
+// holder names the rigor process holding a state directory.
+func holder(pid int) string {
+	if pid == 0 {
+		return "a rigor process"
+	}
+	return fmt.Sprintf("rigor process %d", pid)
 }
