@@ -326,7 +326,7 @@ step "probe" "restore" {
 			if waited := openStart > preEnd; waited != tc.waits {
 				t.Fatalf("probe.open started at record %d, probe.pre ended at %d: waited %v, want %v", openStart, preEnd, waited, tc.waits)
 			}
-			if tc.waits && (len(notes) != 1 || !strings.Contains(notes[0], "waits to open the outage until probe.pre (it may run 1h20m0s more) ends")) {
+			if tc.waits && (len(notes) != 1 || !strings.Contains(notes[0], "waits to open the outage while probe.pre (it may run 1h20m0s more) may still run past the time a new window leaves before its reserve")) {
 				t.Fatalf("want one note saying why probe.open waits, got %q", notes)
 			}
 		})

@@ -200,7 +200,7 @@ func (r *run) schedule() error {
 				// would make the outage overrun its budget.
 				if !r.waitNoted[inst.Addr] {
 					r.waitNoted[inst.Addr] = true
-					r.event(Event{Kind: "note", Addr: inst.Addr, Message: "waits to open the outage until " + long + " ends: it may run past the time the reserve leaves, and the restore waits for it"})
+					r.event(Event{Kind: "note", Addr: inst.Addr, Message: "waits to open the outage while " + long + " may still run past the time a new window leaves before its reserve: the restore waits for every step"})
 				}
 				claimed = append(claimed, claimOf(inst))
 				continue

@@ -272,11 +272,12 @@ func renderValue(key string, v cty.Value) string {
 	return strings.TrimSpace(string(b))
 }
 
-// outageFit applies the engine's start rule to the worst case: every step inside
-// the outage takes its full bound (its timeout, or its step type's default), one
-// after the other, even steps that may overlap. It names the steps the rule may
-// defer: a list that holds every step the engine could defer, and may hold steps
-// it never does (those that run beside others).
+// outageFit applies the engine's start rule to a worst case: every step from the
+// opener on, in plan order, takes its full bound (its timeout, or its step type's
+// default), one after the other, even steps that may overlap. It names the steps
+// the rule may defer. It is an estimate, not a bound either way: steps that run
+// beside others take less time together, and a step ordered before the opener that
+// starts after it is held to the engine's rule without being counted here.
 func outageFit(p *plans.Plan) string {
 	f := p.Forecast()
 	if p.Campaign.Outage == nil {
@@ -296,7 +297,7 @@ func outageFit(p *plans.Plan) string {
 	if len(f.Deferred) == 0 {
 		return s + "\n  fits: every step inside can run to its bound and still leave the reserve"
 	}
-	s += fmt.Sprintf("\n  may not fit: at worst case, counting the steps inside one after the other (steps that run beside others take less), the engine may defer %d step(s) (a later apply runs them in a new outage window):", len(f.Deferred))
+	s += fmt.Sprintf("\n  may not fit: at worst case, counting the steps from the opener on one after the other (steps that run beside others take less), the engine may defer %d step(s) (a later apply runs them in a new outage window):", len(f.Deferred))
 	for i, d := range f.Deferred {
 		if i == 8 {
 			s += fmt.Sprintf("\n    and %d more", len(f.Deferred)-i)
