@@ -54,9 +54,9 @@ type Options struct {
 	// (rigor's --hold-unresolvable stops after the pilot).
 	Gate func(next *plans.Instance, settled func(addr string) bool) string
 	// Redactor, when set, learns each step's secrets before the step starts: the
-	// sensitive strings of its evaluated configuration, those derived from a
-	// sensitive variable (upper(var.key), a URL built around it) included, which
-	// the variables' own values do not cover. The CLI's stderr writes through it.
+	// sensitive strings of its evaluated configuration that it does not already
+	// redact (AddUncovered), such as upper(var.key), which the variables' own
+	// values do not cover. The CLI's stderr writes through it.
 	Redactor *Redactor
 }
 

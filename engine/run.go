@@ -629,7 +629,7 @@ func (r *run) start(inst *plans.Instance) bool {
 		Rigor:     r.opts.Rigor,
 	}
 	if r.opts.Redactor != nil {
-		r.opts.Redactor.Add(sc.Secrets...)
+		r.opts.Redactor.AddUncovered(sc.Secrets...)
 	}
 	r.running[inst.Addr] = inst
 	r.windows.started(inst.Addr, now)

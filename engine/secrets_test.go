@@ -112,17 +112,23 @@ variable "key" {
   sensitive = true
   default   = "sk-derived-42"
 }
-step "probe" "a" { value = "http://h/metrics?token=${upper(var.key)}" }
+step "probe" "a" { value = upper(var.key) }
+step "probe" "b" { value = "http://h/metrics?token=${var.key}" }
 `)
 	redact := engine.NewRedactor(p.Secrets()...)
-	line := "scrape http://h/metrics?token=SK-DERIVED-42: connection refused"
-	if got := redact.String(line); got != line {
+	derived := "scrape http://h/metrics?token=SK-DERIVED-42: connection refused"
+	if got := redact.String(derived); got != derived {
 		t.Fatalf("the variable's value alone already redacts the derived one: %q", got)
 	}
 	if _, err := engine.Apply(context.Background(), p, h.reg, engine.Options{StateDir: h.state, Clock: h.clock, Redactor: redact}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := redact.String(line), "scrape (sensitive): connection refused"; got != want {
-		t.Fatalf("after the step ran: %q, want %q", got, want)
+	if got, want := redact.String(derived), "scrape http://h/metrics?token=(sensitive): connection refused"; got != want {
+		t.Fatalf("after the steps ran: %q, want %q", got, want)
+	}
+	// A string built around the secret itself is redacted as the secret: the URL
+	// stays readable.
+	if got, want := redact.String("GET http://h/metrics?token=sk-derived-42 failed"), "GET http://h/metrics?token=(sensitive) failed"; got != want {
+		t.Fatalf("%q, want %q", got, want)
 	}
 }
