@@ -54,9 +54,10 @@ type Options struct {
 	// (rigor's --hold-unresolvable stops after the pilot).
 	Gate func(next *plans.Instance, settled func(addr string) bool) string
 	// Redactor, when set, learns each step's secrets before the step starts: the
-	// sensitive strings of its evaluated configuration that it does not already
-	// redact (AddUncovered), such as upper(var.key), which the variables' own
-	// values do not cover. The CLI's stderr writes through it.
+	// sensitive strings of its evaluated configuration (of plans.MinRedacted bytes
+	// or more), those derived from a sensitive variable included (upper(var.key), a
+	// URL carrying it), which the variables' own values do not cover: such a string
+	// is redacted whole. The CLI's stderr writes through it.
 	Redactor *Redactor
 }
 

@@ -629,7 +629,13 @@ func (r *run) start(inst *plans.Instance) bool {
 		Rigor:     r.opts.Rigor,
 	}
 	if r.opts.Redactor != nil {
-		r.opts.Redactor.AddUncovered(sc.Secrets...)
+		for _, s := range sc.Secrets {
+			// A string of a few characters (a sensitive map's key) would be
+			// redacted from every line of the log, which protects nothing.
+			if len(s) >= plans.MinRedacted {
+				r.opts.Redactor.Add(s)
+			}
+		}
 	}
 	r.running[inst.Addr] = inst
 	r.windows.started(inst.Addr, now)

@@ -67,20 +67,6 @@ func (r *Redactor) Add(secrets ...string) {
 	})
 }
 
-// AddUncovered adds the secrets that those it holds do not already redact: a
-// string built around a known secret (a metrics URL carrying the token) is then
-// redacted as the token, the rest of it left readable, while one derived beyond
-// recognition (upper(var.key)) is redacted whole.
-func (r *Redactor) AddUncovered(secrets ...string) {
-	var add []string
-	for _, s := range secrets {
-		if r.String(s) == s {
-			add = append(add, s)
-		}
-	}
-	r.Add(add...)
-}
-
 // String returns s with every secret replaced.
 func (r *Redactor) String(s string) string {
 	if r == nil {

@@ -32,10 +32,11 @@ func SecretForms(s string) []string {
 	return forms
 }
 
-// minRedacted is the shortest secret redacted from diagnostics: shorter strings (a
-// sensitive map's key "a") occur in every sentence, and replacing them would make
-// the diagnostic unreadable while protecting nothing.
-const minRedacted = 4
+// MinRedacted is the shortest secret redacted from diagnostics and added to the
+// CLI's log redactor from a step's configuration: shorter strings (a sensitive
+// map's key "a") occur in every sentence, and replacing them would make the text
+// unreadable while protecting nothing.
+const MinRedacted = 4
 
 // redactDiagnostics replaces the secrets, in every form SecretForms names, in the
 // summaries and details of diags: a diagnostic about a value quotes it ("phase
@@ -43,7 +44,7 @@ const minRedacted = 4
 func redactDiagnostics(diags hcl.Diagnostics, secrets []string) {
 	var needles []string
 	for _, s := range secrets {
-		if len(s) < minRedacted {
+		if len(s) < MinRedacted {
 			continue
 		}
 		for _, f := range SecretForms(s) {
