@@ -42,7 +42,11 @@ func (r *run) recover(prev Lifecycle) {
 		r.stopped, r.stopCause, r.stopClass = stopRecovery, CauseRestoreRetry, ClassCrash
 		r.stopReason = "the previous apply's restore failed; it was retried before anything else, and the campaign is held for review"
 		r.append(Record{Kind: KindRecovery, Message: "restore failed in the previous apply: retrying the always-steps (restore) first; nothing else runs", RestoreOnly: true, Cause: CauseRestoreRetry})
-		r.event(Event{Kind: "alert", Message: "the previous restore failed and the outage is still open: retrying restore before anything else"})
+		alert := "the previous restore failed: retrying the always-steps (restore) before anything else"
+		if r.outageView().Open {
+			alert = "the previous restore failed and the outage is still open: retrying restore before anything else"
+		}
+		r.event(Event{Kind: "alert", Message: alert})
 	case LifecycleRunning:
 		r.recoverCrash()
 	case LifecycleHeld:
@@ -420,9 +424,9 @@ func (r *run) continueHeld(last map[string]*Record) {
 			}
 		}
 		if len(never) == 0 {
-			msg += "; no step runs, the restore neither: the apply that held the campaign restored the incumbent"
+			msg += "; no step runs, the always-steps (restore) neither: they ran when the campaign was held"
 		} else {
-			msg += "; of the always-steps only " + strings.Join(never, ", ") + " runs, which never ran (added by an amendment): the apply that held the campaign restored the incumbent"
+			msg += "; of the always-steps only " + strings.Join(never, ", ") + " runs, which never ran (added by an amendment); the others ran when the campaign was held"
 		}
 	}
 	r.append(Record{Kind: KindRecovery, Message: msg})
