@@ -109,6 +109,10 @@ type Record struct {
 	// Cause (and Signal, for an interrupt) says why. A crash recovery that finds
 	// one after the last apply_start does the same (recoverCrash).
 	RestoreOnly bool `json:"restore_only,omitempty"`
+	// Kept lists, in a recovery record, the always-steps the apply does not run
+	// again because their last records stand (a held campaign with nothing left to
+	// run): a crash recovery of that apply does not run them either.
+	Kept []string `json:"kept,omitempty"`
 	// Exhausted marks, in campaign_end, a held campaign with nothing left that a
 	// later apply could run (Summary.Exhausted).
 	Exhausted bool `json:"exhausted,omitempty"`

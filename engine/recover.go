@@ -108,6 +108,7 @@ func (r *run) recoverCrash() {
 	allAlwaysDone := true
 	signal := ""
 	var prior *Record
+	kept := map[string]bool{} // always-steps the dead apply did not run again
 	for _, rec := range r.j.Records() {
 		if rec.Seq <= r.st.lastApply {
 			continue
@@ -116,6 +117,9 @@ func (r *run) recoverCrash() {
 		case KindInterrupt:
 			signal = rec.Signal
 		case KindRecovery:
+			for _, a := range rec.Kept {
+				kept[a] = true
+			}
 			if rec.RestoreOnly {
 				p := rec
 				prior = &p
@@ -131,7 +135,7 @@ func (r *run) recoverCrash() {
 	}
 	if reachedAlways {
 		for _, inst := range r.plan.Instances {
-			if inst.Meta.Always && !r.succeededSince(inst.Addr, r.st.lastApply) {
+			if inst.Meta.Always && !kept[inst.Addr] && !r.succeededSince(inst.Addr, r.st.lastApply) {
 				allAlwaysDone = false
 			}
 		}
@@ -175,7 +179,7 @@ func (r *run) recoverCrash() {
 		// Only the always-steps the dead apply had not finished run now.
 		r.restoreOnly, recovery.RestoreOnly = true, true
 		r.parkRest()
-		r.keepSucceededAlways()
+		r.keepSucceededAlways(kept)
 		switch {
 		case reachedAlways:
 			msg += "; it had reached its always-steps, so only those it had not finished run now"
@@ -233,12 +237,13 @@ func (r *run) killLeftovers(dir, addr, where, whose string) (note string, err er
 }
 
 // keepSucceededAlways leaves settled the always-steps the dead apply had run to
-// success, as it left them, so that only those it had not finished run now: a
-// restore that succeeded before the apply died during a later always-step is not
-// run a second time.
-func (r *run) keepSucceededAlways() {
+// success, and those it had kept from before without running them (kept), as it
+// left them, so that only those it had not finished run now: a restore that
+// succeeded before the apply died during a later always-step is not run a second
+// time.
+func (r *run) keepSucceededAlways(kept map[string]bool) {
 	for _, inst := range r.plan.Instances {
-		if !inst.Meta.Always || !r.succeededSince(inst.Addr, r.st.lastApply) {
+		if !inst.Meta.Always || !kept[inst.Addr] && !r.succeededSince(inst.Addr, r.st.lastApply) {
 			continue
 		}
 		if h := r.st.steps[inst.Addr]; h != nil && h.final != nil && h.final.Status == StatusSucceeded {
@@ -414,11 +419,13 @@ func (r *run) continueHeld(last map[string]*Record) {
 		})
 		msg += fmt.Sprintf(", after running again %s, which the restore undid", strings.Join(names, ", "))
 	}
+	var kept []string
 	if len(again)+len(fresh) == 0 {
 		var never []string
 		for _, inst := range r.plan.Instances {
 			if rec, ok := last[inst.Addr]; ok && rec != nil {
 				r.terminal[inst.Addr] = rec
+				kept = append(kept, inst.Addr)
 			} else if ok {
 				never = append(never, inst.Addr)
 			}
@@ -429,7 +436,7 @@ func (r *run) continueHeld(last map[string]*Record) {
 			msg += "; of the always-steps only " + strings.Join(never, ", ") + " runs, which never ran (added by an amendment); the others ran when the campaign was held"
 		}
 	}
-	r.append(Record{Kind: KindRecovery, Message: msg})
+	r.append(Record{Kind: KindRecovery, Message: msg, Kept: kept})
 	r.event(Event{Kind: "note", Message: msg})
 }
 
