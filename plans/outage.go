@@ -211,7 +211,7 @@ func firstIn(addrs []string, set map[string]bool) string {
 }
 
 // checkOrderFits refuses a repetition-by-repetition order whose extra deploys the
-// outage budget cannot hold: at worst case (the forecast plan show states) the
+// outage budget cannot hold: by the estimate plan show states (Forecast) the
 // engine would defer blocks of the matrix or the deploys its swaps run.
 func (p *Plan) checkOrderFits() hcl.Diagnostics {
 	var diags hcl.Diagnostics
@@ -254,7 +254,7 @@ func (p *Plan) checkOrderFits() hcl.Diagnostics {
 			names = append(names, d)
 		}
 		diags = append(diags, errorAt(m.Attrs["order"].Expr.Range(), "Order does not fit the outage",
-			"order %q runs %d swap(s), %d of them with a deploy (%s at their bounds), and at worst case the outage budget (%s, reserve %s) cannot hold the matrix: the engine would defer %s. Use the declared order, fewer repetitions or a larger budget.",
+			"order %q runs %d swap(s), %d of them with a deploy (%s at their bounds), and by plan show's estimate (every step at its bound, one after the other) the outage budget (%s, reserve %s) cannot hold the matrix: the engine may defer %s. Use the declared order, fewer repetitions or a larger budget.",
 			mo.Order, mo.Swaps, len(mo.Deploys), p.OrderCost(mo), f.Budget, f.Reserve, strings.Join(names, ", ")))
 	}
 	return diags

@@ -292,12 +292,12 @@ func outageFit(p *plans.Plan) string {
 	for _, st := range f.Inside {
 		inside += st.Bound
 	}
-	s += fmt.Sprintf("\n  opened by %s; worst case, every step at its bound (defaults included) and one after the other: %d step(s) inside take %s, then restore %s = %s of %s",
+	s += fmt.Sprintf("\n  opened by %s; estimate, every step from it on at its bound (defaults included) and one after the other: %d step(s) inside take %s, then restore %s = %s of %s",
 		f.Opener, len(f.Inside), inside, f.Always, f.Worst, f.Budget)
 	if len(f.Deferred) == 0 {
-		return s + "\n  fits: every step inside can run to its bound and still leave the reserve"
+		return s + "\n  fits by this estimate: every step counted can run to its bound and still leave the reserve (a step ordered before the opener that starts after it is not counted)"
 	}
-	s += fmt.Sprintf("\n  may not fit: at worst case, counting the steps from the opener on one after the other (steps that run beside others take less), the engine may defer %d step(s) (a later apply runs them in a new outage window):", len(f.Deferred))
+	s += fmt.Sprintf("\n  may not fit by this estimate (steps that run beside others take less): the engine may defer %d step(s) (a later apply runs them in a new outage window):", len(f.Deferred))
 	for i, d := range f.Deferred {
 		if i == 8 {
 			s += fmt.Sprintf("\n    and %d more", len(f.Deferred)-i)
