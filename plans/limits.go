@@ -11,9 +11,9 @@ import (
 // MaxNesting is how deeply a campaign file, a --var-file or a --var value may nest.
 // Each open bracket, brace, parenthesis, string, heredoc, template interpolation
 // (${ or %{) and template if/for directive counts one level, and so does each
-// operator (+, -, !, ?, ==, && ...) and splat ([*] or .*) of the expression being
-// read at that level, because HCL's parser and evaluator recurse once per
-// operator and splat as well. A campaign
+// operator (+, -, !, ?, ==, && ...), index and splat ([i], [*] or .*) of the
+// expression being read at that level, because HCL's parser and evaluator recurse
+// once per operator, index and splat as well. A campaign
 // nests a handful of levels; without a bound, 100,000 nested parentheses (a 200 KB
 // file) exhaust the goroutine stack, which Go ends with a fatal error that no
 // recover can catch.
@@ -27,6 +27,10 @@ type nestFrame struct {
 	ops int
 	// directives counts the template %{if} and %{for} directives open at this level.
 	directives int
+	// index: a bracket right after an expression (a[i], a[*]): the parser recurses
+	// once more for each in a chain, so it counts a level of the enclosing
+	// expression once closed, as an operator does.
+	index bool
 }
 
 // closerOf maps each closing token to the opening token it closes.
@@ -52,7 +56,7 @@ func checkNesting(toks hclsyntax.Tokens) *hcl.Diagnostic {
 		switch tok.Type {
 		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen, hclsyntax.TokenOQuote,
 			hclsyntax.TokenOHeredoc, hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
-			stack = append(stack, nestFrame{open: tok.Type})
+			stack = append(stack, nestFrame{open: tok.Type, index: tok.Type == hclsyntax.TokenOBrack && endsExpression(toks[:i])})
 			depth++
 			if tok.Type == hclsyntax.TokenTemplateControl && i+1 < len(toks) && toks[i+1].Type == hclsyntax.TokenIdent {
 				// %{if} and %{for} stay open in the enclosing template until their
@@ -73,10 +77,9 @@ func checkNesting(toks hclsyntax.Tokens) *hcl.Diagnostic {
 			want := closerOf[tok.Type]
 			if len(stack) > 1 && (top.open == want || tok.Type == hclsyntax.TokenTemplateSeqEnd && top.open == hclsyntax.TokenTemplateControl) {
 				depth -= 1 + top.ops + top.directives
+				index := top.index
 				stack = stack[:len(stack)-1]
-				if tok.Type == hclsyntax.TokenCBrack && isFullSplat(toks[:i]) {
-					// A full splat [*]: the parser recurses once for what follows
-					// it, as for an attribute splat's .* (an operator here).
+				if index {
 					stack[len(stack)-1].ops++
 					depth++
 				}
@@ -113,21 +116,19 @@ func checkNesting(toks hclsyntax.Tokens) *hcl.Diagnostic {
 	return nil
 }
 
-// isFullSplat reports whether before ends with "[" and "*", the opening of a full
-// splat [*] whose "]" comes next, comments and newlines between them skipped as
-// the parser skips them.
-func isFullSplat(before hclsyntax.Tokens) bool {
-	want := []hclsyntax.TokenType{hclsyntax.TokenStar, hclsyntax.TokenOBrack}
-	for i := len(before) - 1; i >= 0 && len(want) > 0; i-- {
-		switch t := before[i].Type; {
-		case t == hclsyntax.TokenComment || t == hclsyntax.TokenNewline:
-		case t == want[0]:
-			want = want[1:]
-		default:
-			return false
+// endsExpression reports whether the last token of before, comments skipped, can
+// end an expression, so that a bracket after it indexes (or splats) it.
+func endsExpression(before hclsyntax.Tokens) bool {
+	for i := len(before) - 1; i >= 0; i-- {
+		switch before[i].Type {
+		case hclsyntax.TokenComment:
+			continue
+		case hclsyntax.TokenIdent, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenCQuote, hclsyntax.TokenCBrace, hclsyntax.TokenNumberLit:
+			return true
 		}
+		return false
 	}
-	return len(want) == 0
+	return false
 }
 
 // CheckNesting lexes an HCL file as hclsyntax does and reports nesting deeper than

@@ -35,6 +35,8 @@ func deepSources(n int) map[string]string {
 		"attr splats":      "x = a" + r(".*", n) + "\n",
 		"mixed splats":     "x = a" + r("[*].b", n) + "\n",
 		"commented splats": "x = [1]" + r("[/**/*]", n/2) + r("[*/**/]", n/2) + "\n",
+		"index chains":     "x = a" + r("[a]", n) + "\n",
+		"call indexes":     "x = f(1)" + r("[(0)]", n) + "\n",
 	}
 }
 
