@@ -107,7 +107,7 @@ func checkNesting(toks hclsyntax.Tokens) *hcl.Diagnostic {
 			return &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Nesting too deep",
-				Detail: fmt.Sprintf("Brackets, braces, parentheses, strings, template interpolations, operators and splats nest more than %d levels deep here. "+
+				Detail: fmt.Sprintf("Brackets, braces, parentheses, strings, template interpolations, operators, indexes and splats nest more than %d levels deep here. "+
 					"rigor refuses deeper nesting (plans.MaxNesting) so that reading the file cannot exhaust the parser's stack; a campaign needs only a few levels.", MaxNesting),
 				Subject: tok.Range.Ptr(),
 			}
