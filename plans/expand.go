@@ -281,7 +281,7 @@ func (p *Plan) expandStep(s *StepBlock, ctx0 *hcl.EvalContext) ([]*Instance, hcl
 		if keyed {
 			ictx = withEach(ctx0, key, each)
 		}
-		meta, md := decodeMeta(s.MetaAttrs, ictx, p.ev.vocab.Enums[EnumFailureClass], p.hasSensitiveVariables())
+		meta, md := decodeMeta(s.MetaAttrs, ictx, p.ev.vocab.Enums[EnumFailureClass])
 		diags = append(diags, md...)
 		meta.ConditionText = p.exprText(meta.Condition)
 		inst.Meta = meta
@@ -427,7 +427,7 @@ func (p *Plan) decodeRepeat(s *StepBlock, ctx0 *hcl.EvalContext) (int, bool, hcl
 	var diags hcl.Diagnostics
 	count := 0
 	if s.Count != nil {
-		v, d := s.Count.Value(ctx0)
+		v, d := metaValue(metaCount, s.Count, ctx0)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			return 0, false, diags
@@ -446,7 +446,7 @@ func (p *Plan) decodeRepeat(s *StepBlock, ctx0 *hcl.EvalContext) (int, bool, hcl
 	}
 	sequential := false
 	if s.Sequential != nil {
-		v, d := s.Sequential.Value(ctx0)
+		v, d := metaValue(metaSequential, s.Sequential, ctx0)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			return 0, false, diags
@@ -562,7 +562,7 @@ func (p *Plan) expandMatrix(m *Matrix, ctx0 *hcl.EvalContext, types StepTypes) (
 			metaAttrs[n] = a
 		}
 	}
-	meta, md := decodeMeta(metaAttrs, ctx0, p.ev.vocab.Enums[EnumFailureClass], p.hasSensitiveVariables())
+	meta, md := decodeMeta(metaAttrs, ctx0, p.ev.vocab.Enums[EnumFailureClass])
 	diags = append(diags, md...)
 	meta.ConditionText = p.exprText(meta.Condition)
 	if diags.HasErrors() {

@@ -266,7 +266,7 @@ func publicSecrets(st StepType, config cty.Value) []string {
 // or unknown as it may be: a campaign is valid or not whatever value a sensitive
 // variable is given.
 func hasSensitive(v cty.Value) bool {
-	if v == cty.NilVal {
+	if v == cty.NilVal || !v.ContainsMarked() {
 		return false
 	}
 	_, pvm := v.UnmarkDeepWithPaths()

@@ -2,7 +2,6 @@ package plans
 
 import (
 	"fmt"
-	"maps"
 	"math/big"
 	"strings"
 	"time"
@@ -206,9 +205,9 @@ func isObjectCons(x hcl.Expression) bool {
 func decodeOnFailureByClass(a *hcl.Attribute, ctx *hcl.EvalContext, classes []string, diags hcl.Diagnostics) (map[string]string, hcl.Diagnostics) {
 	out := map[string]string{}
 	for _, item := range a.Expr.(*hclsyntax.ObjectConsExpr).Items {
-		k, d := item.KeyExpr.Value(ctx)
+		k, d := metaValue(metaOnFailure, item.KeyExpr, ctx)
 		diags = append(diags, d...)
-		v, d2 := item.ValueExpr.Value(ctx)
+		v, d2 := metaValue(metaOnFailure, item.ValueExpr, ctx)
 		diags = append(diags, d2...)
 		if d.HasErrors() || d2.HasErrors() {
 			continue
@@ -237,18 +236,15 @@ func decodeOnFailureByClass(a *hcl.Attribute, ctx *hcl.EvalContext, classes []st
 // decodeMeta evaluates the meta-arguments of one instance. They must be known at
 // plan time: the schedule cannot depend on what a step will produce. classes are
 // the failure classes on_failure may name (EnumFailureClass).
-func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext, classes []string, secrets bool) (Meta, hcl.Diagnostics) {
+func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext, classes []string) (Meta, hcl.Diagnostics) {
 	var m Meta
 	var diags hcl.Diagnostics
-	if secrets {
-		attrs, diags = refuseSensitiveMeta(attrs, ctx)
-	}
 	str := func(name string) (string, bool) {
 		a, ok := attrs[name]
 		if !ok {
 			return "", false
 		}
-		v, d := a.Expr.Value(ctx)
+		v, d := metaValue(name, a.Expr, ctx)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			return "", false
@@ -301,7 +297,7 @@ func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext, classes []string, se
 		m.StartAfter = d
 	}
 	if a, ok := attrs[metaStartAfterRequests]; ok {
-		v, d := a.Expr.Value(ctx)
+		v, d := metaValue(metaStartAfterRequests, a.Expr, ctx)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			v, _ = v.Unmark()
@@ -327,7 +323,7 @@ func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext, classes []string, se
 		if !ok {
 			return
 		}
-		v, d := a.Expr.Value(ctx)
+		v, d := metaValue(name, a.Expr, ctx)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			return
@@ -347,39 +343,20 @@ func decodeMeta(attrs hcl.Attributes, ctx *hcl.EvalContext, classes []string, se
 	return m, diags
 }
 
-// publicMeta are the meta-arguments the plan shows as they are (plan show,
-// plan.json) and diagnostics quote: they cannot hold a secret. for_each may (its
-// values reach a step through each.value; its keys are refused elsewhere), and so
-// may depends_on and condition, which name steps.
-var publicMeta = []string{metaTimeout, metaUses, metaAlways, metaPhase, metaOnFailure, metaOutage, metaRerunSafe,
-	metaDuring, metaStartAfter, metaStartAfterRequests, metaCount, metaSequential}
-
-// refuseSensitiveMeta refuses each public meta-argument built from a sensitive
-// value and returns attrs without them, so that nothing decodes, prints or
-// schedules by the secret.
-func refuseSensitiveMeta(attrs hcl.Attributes, ctx *hcl.EvalContext) (hcl.Attributes, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	out := attrs
-	for _, name := range publicMeta {
-		a, ok := attrs[name]
-		if !ok {
-			continue
-		}
-		if v, d := a.Expr.Value(ctx); d.HasErrors() || !hasSensitive(v) {
-			continue
-		}
-		if len(diags) == 0 {
-			out = maps.Clone(attrs)
-		}
-		delete(out, name)
-		diags = append(diags, errorAt(a.Expr.Range(), "Sensitive value in a public argument",
+// metaValue evaluates a meta-argument. The plan shows each as it is (plan show,
+// plan.json) and diagnostics quote it, so one built from a sensitive value is
+// refused before anything reads it.
+func metaValue(name string, x hcl.Expression, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	v, diags := x.Value(ctx)
+	if !diags.HasErrors() && hasSensitive(v) {
+		return cty.NilVal, append(diags, errorAt(x.Range(), "Sensitive value in a public argument",
 			"%s is built from a sensitive value. A step's %s is shown as it is in the plan (plan show, plan.json), so it cannot hold a secret.", name, name))
 	}
-	return out, diags
+	return v, diags
 }
 
 func stringList(a *hcl.Attribute, ctx *hcl.EvalContext, diags hcl.Diagnostics) ([]string, hcl.Diagnostics) {
-	v, d := a.Expr.Value(ctx)
+	v, d := metaValue(a.Name, a.Expr, ctx)
 	diags = append(diags, d...)
 	if d.HasErrors() {
 		return nil, diags
