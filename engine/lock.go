@@ -50,9 +50,7 @@ func AcquireLock(stateDir string) (*Lock, error) {
 	}
 	pidPath := path + ".pid"
 	if !ok {
-		b, _ := os.ReadFile(pidPath)
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return nil, &ErrLocked{Dir: stateDir, Pid: pid}
+		return nil, &ErrLocked{Dir: stateDir, Pid: lockPID(pidPath)}
 	}
 	_ = os.WriteFile(pidPath, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	return &Lock{fl: fl, pid: pidPath}, nil
@@ -73,8 +71,7 @@ func LockHolder(stateDir string) (held bool, pid int) {
 	if _, err := os.Stat(path); err != nil {
 		return false, 0
 	}
-	b, _ := os.ReadFile(path + ".pid")
-	pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	pid = lockPID(path + ".pid")
 	fl := flock.New(path, flock.SetFlag(os.O_RDONLY))
 	ok, err := fl.TryRLock()
 	if err != nil {
@@ -85,4 +82,11 @@ func LockHolder(stateDir string) (held bool, pid int) {
 		return false, pid
 	}
 	return true, pid
+}
+
+// lockPID is the pid a lock.pid file names, 0 when it names none.
+func lockPID(path string) int {
+	b, _ := os.ReadFile(path)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
 }

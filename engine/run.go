@@ -193,7 +193,7 @@ func (r *run) schedule() error {
 			claimed = append(claimed, claimOf(inst))
 			continue
 		}
-		if r.opensOutage(inst) {
+		if !inst.Meta.Always && r.plan.Campaign.Outage != nil && r.opensOutage(inst) {
 			if long := r.runningPastReserve(); long != "" {
 				// It waits: the restore runs only once every step has ended, so a
 				// step started before the outage that may run past the reserve
@@ -406,8 +406,7 @@ func (r *run) settle(inst *plans.Instance, rec Record) {
 
 // opensOutage reports whether inst would open an outage window if it started now.
 func (r *run) opensOutage(inst *plans.Instance) bool {
-	return !inst.Meta.Always && r.plan.Campaign.Outage != nil && !r.outageView().Open &&
-		(inst.Meta.Outage == "begin" || r.reopen)
+	return (inst.Meta.Outage == "begin" || r.reopen && !inst.Meta.Always) && !r.outageView().Open
 }
 
 // runningPastReserve names a running step that may still run longer than a new
@@ -462,7 +461,7 @@ func (r *run) start(inst *plans.Instance) bool {
 		return false
 	}
 	timeout := r.plan.Bound(inst)
-	opens := (inst.Meta.Outage == "begin" || r.reopen && !inst.Meta.Always) && !r.outageView().Open
+	opens := r.opensOutage(inst)
 	if r.deferForBudget(inst, timeout, opens) {
 		return false
 	}
