@@ -41,7 +41,7 @@
 //   - A step sees its configuration unmarked, with the strings that were marked
 //     sensitive listed in StepContext.Secrets. Redacting them is the step's duty for
 //     what it keeps and for its result message, which the journal records as it is
-//     (secrets.go: Redactor, StepContext.Redacted).
+//     (secrets.go: StepContext.Redacted, through plans/redact's Redactor).
 //   - Amendments are classified from the canonical plan JSON and the journal alone
 //     (prereg.go): a change to a step that started is never recorded; a change that
 //     shapes the analysis (the decision rule, the outage, the frozen inputs, a

@@ -9,11 +9,12 @@ import (
 	"math/big"
 	"strconv"
 
+	"github.com/rigor-bench/rigor/plans/redact"
 	"github.com/zclconf/go-cty/cty"
 )
 
 // SensitiveText replaces sensitive values in every rendering and hash.
-const SensitiveText = "(sensitive)"
+const SensitiveText = redact.Text
 
 // CanonicalValue converts a cty value into plain Go data whose JSON encoding is
 // canonical: object keys sorted (encoding/json sorts map keys), numbers in one

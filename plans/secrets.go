@@ -1,36 +1,16 @@
 package plans
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/rigor-bench/rigor/plans/redact"
 	"github.com/zclconf/go-cty/cty"
 )
-
-// SecretForms is s as it may appear in text: as it is, inside a JSON string
-// (encoding/json and zerolog escaping) and inside a Go-quoted string (a %q in a
-// diagnostic, zerolog's console writer), so a secret holding a quote or a
-// backslash is caught there too.
-func SecretForms(s string) []string {
-	forms := []string{s}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	forms = append(forms, strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(b.String(), `"`), "\n"), `"`))
-	if j, err := json.Marshal(s); err == nil {
-		forms = append(forms, strings.TrimSuffix(strings.TrimPrefix(string(j), `"`), `"`))
-	}
-	q := strconv.Quote(s)
-	forms = append(forms, q[1:len(q)-1])
-	return forms
-}
 
 // MinRedacted is the shortest secret redacted from diagnostics and added to the
 // CLI's log redactor from a step's configuration: shorter strings (a sensitive
@@ -38,33 +18,22 @@ func SecretForms(s string) []string {
 // unreadable while protecting nothing.
 const MinRedacted = 4
 
-// redactDiagnostics replaces the secrets, in every form SecretForms names, in the
+// redactDiagnostics replaces the secrets, in every form redact.Forms names, in the
 // summaries and details of diags: a diagnostic about a value quotes it ("phase
 // \"...\" is not one of ...", a function's "cannot convert \"...\"").
 func redactDiagnostics(diags hcl.Diagnostics, secrets []string) {
-	var needles []string
+	var long []string
 	for _, s := range secrets {
-		if len(s) < MinRedacted {
-			continue
-		}
-		for _, f := range SecretForms(s) {
-			if f != "" && !slices.Contains(needles, f) {
-				needles = append(needles, f)
-			}
+		if len(s) >= MinRedacted {
+			long = append(long, s)
 		}
 	}
-	if len(needles) == 0 {
+	if len(long) == 0 {
 		return
 	}
-	// Longest first: a secret inside another is not left in pieces.
-	sort.SliceStable(needles, func(i, j int) bool { return len(needles[i]) > len(needles[j]) })
-	pairs := make([]string, 0, 2*len(needles))
-	for _, n := range needles {
-		pairs = append(pairs, n, SensitiveText)
-	}
-	r := strings.NewReplacer(pairs...)
+	r := redact.New(long...)
 	for _, d := range diags {
-		d.Summary, d.Detail = r.Replace(d.Summary), r.Replace(d.Detail)
+		d.Summary, d.Detail = r.String(d.Summary), r.String(d.Detail)
 	}
 }
 
